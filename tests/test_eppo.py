@@ -1,0 +1,252 @@
+"""Tests for eppo_continuous.py: evidential losses, probabilistic GAE, evidential critic."""
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+import torch
+from scipy import stats
+
+from eppo_continuous import (
+    EVIDENCE_FLOOR,
+    EvidentialCritic,
+    nig_log_hyperprior,
+    nig_nll,
+    nig_value_variance,
+    nig_variance_split,
+    probabilistic_gae,
+)
+
+# Extreme inputs the losses must survive in float32 (the critic's dtype).
+EXTREME_ERRORS = [0.0, 1e-3, 1.0, 1e4]
+EXTREME_POSITIVE = [1e-6, 1e-3, 1.0, 1e3, 1e6]
+EXTREME_ALPHAS = [1.0 + 1e-6, 1.5, 5.0, 1e3]
+
+
+def _extreme_grid():
+    """Every combination of the extreme values, as float32 leaf tensors requiring grad."""
+    rows = list(itertools.product(EXTREME_ERRORS, EXTREME_POSITIVE, EXTREME_ALPHAS, EXTREME_POSITIVE))
+    error, nu, alpha, beta = (torch.tensor(column, dtype=torch.float32) for column in zip(*rows))
+    y = error.clone().requires_grad_()
+    omega = torch.zeros_like(y).requires_grad_()
+    return y, omega, nu.requires_grad_(), alpha.requires_grad_(), beta.requires_grad_()
+
+
+def test_nll_is_student_t_negative_log_pdf():
+    # Reference: the Student-t marginal of the NIG model, St(y | omega, beta(1+nu)/(nu alpha), 2 alpha)
+    # (paper Sec. 2.2), with scipy's scale = sqrt of that squared scale.
+    grid = list(itertools.product([-3.0, 0.0, 0.5, 20.0], [0.5, -1.0], [0.1, 1.0, 7.0], [1.01, 2.0, 9.0], [0.2, 3.0]))
+    y, omega, nu, alpha, beta = (torch.tensor(column, dtype=torch.float64) for column in zip(*grid))
+    expected = -stats.t.logpdf(
+        y.numpy(), df=2 * alpha.numpy(), loc=omega.numpy(), scale=torch.sqrt(beta * (1 + nu) / (nu * alpha)).numpy()
+    )
+    np.testing.assert_allclose(nig_nll(y, omega, nu, alpha, beta).numpy(), expected, rtol=1e-10, atol=1e-10)
+
+
+def test_nll_float32_accuracy_and_finite_gradients_at_extremes():
+    y, omega, nu, alpha, beta = _extreme_grid()
+    loss = nig_nll(y, omega, nu, alpha, beta)
+    loss.sum().backward()
+    for name, tensor in [("loss", loss), ("y", y.grad), ("omega", omega.grad), ("nu", nu.grad), ("alpha", alpha.grad),
+                         ("beta", beta.grad)]:
+        assert torch.isfinite(tensor).all(), f"non-finite {name}"
+    y64, nu64, alpha64, beta64 = (t.detach().double().numpy() for t in (y, nu, alpha, beta))
+    expected = -stats.t.logpdf(y64, df=2 * alpha64, scale=np.sqrt(beta64 * (1 + nu64) / (nu64 * alpha64)))
+    # float32 lgamma(alpha) - lgamma(alpha + 1/2) loses ~1e-3 absolute at alpha = 1e3; elsewhere ~1e-6 relative.
+    np.testing.assert_allclose(loss.detach().double().numpy(), expected, rtol=1e-3, atol=2e-3)
+
+
+def test_nll_gradient_matches_closed_form_error_rescaling():
+    # Paper Sec. 5: dL/d omega = -zeta * 2 (y - omega), zeta = (alpha + 1/2) nu / (nu (y - omega)^2 + 2 beta (1 + nu)).
+    y = torch.tensor([0.3, -2.0, 15.0], dtype=torch.float64)
+    omega = torch.tensor([0.0, 1.0, -4.0], dtype=torch.float64, requires_grad=True)
+    nu, alpha, beta = (torch.tensor(v, dtype=torch.float64) for v in ([0.5, 2.0, 8.0], [1.2, 3.0, 6.0], [0.1, 1.0, 4.0]))
+    nig_nll(y, omega, nu, alpha, beta).sum().backward()
+    error = y - omega.detach()
+    zeta = (alpha + 0.5) * nu / (nu * error**2 + 2 * beta * (1 + nu))
+    torch.testing.assert_close(omega.grad, -zeta * 2 * error)
+
+
+def test_hyperprior_is_sum_of_scipy_log_densities():
+    omega = torch.tensor([-150.0, 0.0, 3.5], dtype=torch.float64)
+    nu = torch.tensor([0.2, 5.0, 40.0], dtype=torch.float64)
+    alpha = torch.tensor([1.05, 4.0, 12.0], dtype=torch.float64)
+    beta = torch.tensor([0.01, 3.0, 9.0], dtype=torch.float64)
+    # Paper Table (EPPO-related): N(0, 100^2), Gam(5, 1) for nu, alpha - 1, beta; scipy's gamma has scale = 1/rate.
+    expected = (
+        stats.norm.logpdf(omega, loc=0, scale=100)
+        + stats.gamma.logpdf(nu, a=5, scale=1)
+        + stats.gamma.logpdf(alpha - 1, a=5, scale=1)
+        + stats.gamma.logpdf(beta, a=5, scale=1)
+    )
+    np.testing.assert_allclose(nig_log_hyperprior(omega, nu, alpha, beta).numpy(), expected, rtol=1e-12)
+    # Non-default hyperparameters reach the right terms (rate, not scale).
+    custom = dict(omega_loc=2.0, omega_scale=3.0, nu_shape=2.0, nu_rate=0.5, alpha_shape=3.0, alpha_rate=4.0,
+                  beta_shape=1.5, beta_rate=2.0)
+    expected = (
+        stats.norm.logpdf(omega, loc=2, scale=3)
+        + stats.gamma.logpdf(nu, a=2, scale=1 / 0.5)
+        + stats.gamma.logpdf(alpha - 1, a=3, scale=1 / 4.0)
+        + stats.gamma.logpdf(beta, a=1.5, scale=1 / 2.0)
+    )
+    np.testing.assert_allclose(nig_log_hyperprior(omega, nu, alpha, beta, **custom).numpy(), expected, rtol=1e-12)
+
+
+def test_hyperprior_finite_with_gradients_at_extremes():
+    _, omega, nu, alpha, beta = _extreme_grid()
+    omega = (torch.tensor(1e4) * torch.ones_like(nu)).requires_grad_()
+    log_prior = nig_log_hyperprior(omega, nu, alpha, beta)
+    log_prior.sum().backward()
+    for name, tensor in [("log_prior", log_prior), ("omega", omega.grad), ("nu", nu.grad), ("alpha", alpha.grad),
+                         ("beta", beta.grad)]:
+        assert torch.isfinite(tensor).all(), f"non-finite {name}"
+
+
+def test_value_variance_is_student_t_variance_and_split_is_law_of_total_variance():
+    nu = np.array([0.1, 1.0, 30.0])
+    alpha = np.array([1.5, 3.0, 8.0])
+    beta = np.array([0.2, 1.0, 5.0])
+    as_tensor = lambda array: torch.tensor(array, dtype=torch.float64)  # noqa: E731
+    total = nig_value_variance(as_tensor(nu), as_tensor(alpha), as_tensor(beta)).numpy()
+    # The marginal St(omega, beta(1+nu)/(nu alpha), 2 alpha) has variance scale^2 * df / (df - 2).
+    np.testing.assert_allclose(total, stats.t.var(df=2 * alpha, scale=np.sqrt(beta * (1 + nu) / (nu * alpha))))
+    aleatoric, epistemic = (part.numpy() for part in nig_variance_split(as_tensor(nu), as_tensor(alpha), as_tensor(beta)))
+    # E[sigma^2] under InvGam(alpha, beta); var[mu] = E[sigma^2] / nu.
+    np.testing.assert_allclose(aleatoric, stats.invgamma.mean(alpha, scale=beta))
+    np.testing.assert_allclose(epistemic, stats.invgamma.mean(alpha, scale=beta) / nu)
+
+
+def _random_rollout(seed, num_steps=13, num_envs=3):
+    generator = torch.Generator().manual_seed(seed)
+    rand = lambda: torch.rand(num_steps, num_envs, generator=generator, dtype=torch.float64)  # noqa: E731
+    terminations = (rand() < 0.15).double()
+    truncations = (rand() < 0.15).double() * (1 - terminations)
+    return dict(
+        rewards=rand() * 2 - 1,
+        values=rand() * 4 - 2,
+        value_vars=rand() + 0.1,
+        next_values=rand() * 4 - 2,
+        next_value_vars=rand() + 0.1,
+        terminations=terminations,
+        dones=torch.clamp(terminations + truncations, max=1.0),
+    )
+
+
+def _brute_force_gae(rollout, gamma, gae_lambda):
+    """Double sums over (t, l) straight from the definitions, stopping at episode ends and the buffer end.
+
+    A_t = sum_{l>=0} (gamma lambda)^l prod_{k<l} (1 - done_{t+k}) delta_{t+l}   (Eq. gae)
+    S_t = sum_{l>=1} (gamma lambda)^{2l} prod_{k<l-1} (1 - done_{t+k}) (1 - term_{t+l-1}) var[V(s_{t+l})],
+    where s_{t+l} is the next state of step t+l-1 (terminal next states have the constant value 0).
+    """
+    r, v, nv, nvv = (rollout[key].numpy() for key in ("rewards", "values", "next_values", "next_value_vars"))
+    term, done = rollout["terminations"].numpy(), rollout["dones"].numpy()
+    num_steps, num_envs = r.shape
+    delta = r + gamma * (1 - term) * nv - v
+    advantage = np.zeros_like(r)
+    future_var = np.zeros_like(r)
+    decay = gamma * gae_lambda
+    for env in range(num_envs):
+        for t in range(num_steps):
+            alive = 1.0  # prod_{k<l} (1 - done_{t+k})
+            for l in range(num_steps - t):
+                advantage[t, env] += decay**l * alive * delta[t + l, env]
+                future_var[t, env] += decay ** (2 * (l + 1)) * alive * (1 - term[t + l, env]) * nvv[t + l, env]
+                alive *= 1 - done[t + l, env]
+    return advantage, future_var
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_probabilistic_gae_matches_brute_force(seed):
+    gamma, gae_lambda = 0.99, 0.95
+    rollout = _random_rollout(seed)
+    assert rollout["terminations"].sum() > 0 and (rollout["dones"] - rollout["terminations"]).sum() > 0
+    advantage, future_var = _brute_force_gae(rollout, gamma, gae_lambda)
+    value_var = rollout["value_vars"].numpy()
+    future_weight = ((1 - gae_lambda) / gae_lambda) ** 2
+    expected_vars = {
+        "mean": np.zeros_like(advantage),
+        "cor": value_var + future_weight * future_var,  # Eq. (gae_var)
+        "ind": (1 - gae_lambda) / (1 + gae_lambda) * value_var + future_weight * future_var,  # Eq. (gae_var_ind)
+    }
+    for variant, expected_var in expected_vars.items():
+        advantages, advantage_vars = probabilistic_gae(**rollout, gamma=gamma, gae_lambda=gae_lambda, variant=variant)
+        np.testing.assert_allclose(advantages.numpy(), advantage, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(advantage_vars.numpy(), expected_var, rtol=1e-12, atol=1e-12)
+
+
+def test_probabilistic_gae_without_episode_ends_matches_infinite_sum_formula():
+    # One long episode, constant value variance v: S_t -> v * q / (1 - q), q = (gamma lambda)^2, far from the
+    # buffer end, so EPPO_cor's variance tends to v (1 + ((1 - lambda)/lambda)^2 q / (1 - q)).
+    gamma, gae_lambda, value_var, num_steps = 0.99, 0.95, 0.7, 400
+    zeros = torch.zeros(num_steps, 1, dtype=torch.float64)
+    _, advantage_vars = probabilistic_gae(
+        zeros, zeros, zeros + value_var, zeros, zeros + value_var, zeros, zeros, gamma, gae_lambda, "cor"
+    )
+    q = (gamma * gae_lambda) ** 2
+    expected = value_var * (1 + ((1 - gae_lambda) / gae_lambda) ** 2 * q / (1 - q))
+    assert math.isclose(advantage_vars[0, 0].item(), expected, rel_tol=1e-12)
+
+
+def test_probabilistic_gae_rejects_unknown_variant():
+    rollout = _random_rollout(0)
+    with pytest.raises(ValueError, match="mean, cor, ind"):
+        probabilistic_gae(**rollout, gamma=0.99, gae_lambda=0.95, variant="upper")
+
+
+def test_critic_constraints_hold_for_saturated_head_in_float32():
+    critic = EvidentialCritic(obs_dim=3, hidden_dim=8)
+    obs = torch.randn(5, 3)
+    for head_bias in (-200.0, 0.0, 200.0):
+        with torch.no_grad():
+            critic.head.weight.zero_()
+            critic.head.bias.fill_(head_bias)
+        omega, nu, alpha, beta = critic(obs)
+        assert (nu > 0).all() and (beta > 0).all() and (alpha - 1 > 0).all()
+        if head_bias < 0:  # softplus(-200) underflows to 0: only the floor is left
+            assert torch.all(nu == torch.tensor(EVIDENCE_FLOOR)) and torch.all(alpha - 1 > 0.5 * EVIDENCE_FLOOR)
+        target = torch.full_like(omega, 1e4)
+        loss = nig_nll(target, omega, nu, alpha, beta).mean() - 0.01 * nig_log_hyperprior(omega, nu, alpha, beta).mean()
+        critic.zero_grad()
+        loss.backward()
+        assert torch.isfinite(loss)
+        assert all(torch.isfinite(p.grad).all() for p in critic.parameters())
+        assert torch.isfinite(nig_value_variance(nu, alpha, beta)).all()
+
+
+def test_critic_features_are_last_hidden_activation():
+    critic = EvidentialCritic(obs_dim=4, hidden_dim=16)
+    obs = torch.randn(7, 4)
+    activations = critic.hidden_activations(obs)
+    assert [a.shape for a in activations] == [torch.Size([7, 16])] * 2
+    assert all((a >= 0).all() for a in activations)  # post-ReLU
+    torch.testing.assert_close(critic.features(obs), activations[-1])
+    outputs = critic(obs)
+    assert len(outputs) == 4 and all(o.shape == (7,) for o in outputs)
+
+
+def test_critic_learns_noisy_regression():
+    # y = sin(x) + N(0, 0.1^2): omega must approach sin(x) and the NLL must fall.
+    torch.manual_seed(0)
+    x = torch.linspace(-3, 3, 128).unsqueeze(-1)
+    target = torch.sin(x).squeeze(-1)
+    y = target + 0.1 * torch.randn(128)
+    critic = EvidentialCritic(obs_dim=1, hidden_dim=64)
+    optimizer = torch.optim.Adam(critic.parameters(), lr=3e-3)
+
+    def losses():
+        omega, nu, alpha, beta = critic(x)
+        nll = nig_nll(y, omega, nu, alpha, beta).mean()
+        return nll, nll - 0.01 * nig_log_hyperprior(omega, nu, alpha, beta).mean()
+
+    initial_nll = losses()[0].item()
+    for _ in range(500):
+        optimizer.zero_grad()
+        losses()[1].backward()
+        optimizer.step()
+    final_nll = losses()[0].item()
+    with torch.no_grad():
+        omega = critic(x)[0]
+    assert final_nll < initial_nll - 1.0, (initial_nll, final_nll)
+    assert torch.mean((omega - target) ** 2).item() < 0.02
