@@ -237,8 +237,9 @@ def set_env_state(env: gym.Env, state: dict) -> None:
         raise ValueError(f"state was saved with setting {state['setting']}, this env has {_setting(wrapper)}")
     chain = _wrapper_chain(env)
     saved_names = [entry["class"] for entry in state["wrappers"]]
-    if saved_names != [type(w).__name__ for w in chain]:
-        raise ValueError(f"state was saved with wrappers {saved_names}, this env has {[type(w).__name__ for w in chain]}")
+    names = [type(w).__name__ for w in chain]
+    if saved_names != names:
+        raise ValueError(f"state was saved with wrappers {saved_names}, this env has {names}")
 
     # One reset first: gymnasium's OrderEnforcing and PassiveEnvChecker reject or crash on a step()
     # in a freshly made env; everything the reset touches is overwritten below.

@@ -1,22 +1,33 @@
-"""Tests for eppo_continuous.py: evidential losses, probabilistic GAE, evidential critic."""
+"""Tests for eppo_continuous.py: evidential losses, probabilistic GAE, UCB, evidential critic, CLI and tiny runs.
 
+The properties every algorithm script shares (evaluation protocol, same seed -> same evaluations.csv, resume,
+preemption) are tested for eppo_continuous.py (default variant ind) in test_all_scripts.py.
+"""
+
+import dataclasses
 import itertools
 import math
+import os
 
 import numpy as np
 import pytest
 import torch
 from scipy import stats
 
+import ppo_continuous
 from eppo_continuous import (
     EVIDENCE_FLOOR,
+    Args,
     EvidentialCritic,
     nig_log_hyperprior,
     nig_nll,
     nig_value_variance,
     nig_variance_split,
     probabilistic_gae,
+    ucb_advantages_and_returns,
+    validate_args,
 )
+from tiny_run import TINY_EVALUATION_STEPS, read_csv, run_script
 
 # Extreme inputs the losses must survive in float32 (the critic's dtype).
 EXTREME_ERRORS = [0.0, 1e-3, 1.0, 1e4]
@@ -189,10 +200,33 @@ def test_probabilistic_gae_without_episode_ends_matches_infinite_sum_formula():
     assert math.isclose(advantage_vars[0, 0].item(), expected, rel_tol=1e-12)
 
 
-def test_probabilistic_gae_rejects_unknown_variant():
+def test_mean_advantages_equal_ppo_gae():
+    rollout = _random_rollout(3, num_steps=64, num_envs=4)
+    expected = ppo_continuous.gae(rollout["rewards"], rollout["values"], rollout["next_values"],
+                                  rollout["terminations"], rollout["dones"], 0.99, 0.95)
+    for variant in ("mean", "cor", "ind"):  # the variance never changes the mean
+        advantages, _ = probabilistic_gae(**rollout, gamma=0.99, gae_lambda=0.95, variant=variant)
+        torch.testing.assert_close(advantages, expected, rtol=1e-12, atol=1e-12)
+
+
+def test_probabilistic_gae_rejects_unknown_variant_and_zero_lambda():
     rollout = _random_rollout(0)
     with pytest.raises(ValueError, match="mean, cor, ind"):
         probabilistic_gae(**rollout, gamma=0.99, gae_lambda=0.95, variant="upper")
+    with pytest.raises(ValueError, match="gae_lambda"):
+        probabilistic_gae(**rollout, gamma=0.99, gae_lambda=0.0, variant="cor")
+
+
+def test_ucb_bonus_is_added_before_the_returns_as_in_algorithm_1():
+    advantages = torch.tensor([0.5, -1.0, 2.0])
+    stds = torch.tensor([1.0, 4.0, 0.0])
+    values = torch.tensor([10.0, 20.0, 30.0])
+    ucb, returns = ucb_advantages_and_returns(advantages, stds, values, kappa=0.1, ucb_in_returns=True)
+    torch.testing.assert_close(ucb, torch.tensor([0.6, -0.6, 2.0]))
+    torch.testing.assert_close(returns, torch.tensor([10.6, 19.4, 32.0]))  # R = A + kappa sigma + omega
+    ucb_again, mean_returns = ucb_advantages_and_returns(advantages, stds, values, kappa=0.1, ucb_in_returns=False)
+    torch.testing.assert_close(ucb_again, ucb)
+    torch.testing.assert_close(mean_returns, advantages + values)  # --no-ucb-in-returns: R = A_mean + omega
 
 
 def test_critic_constraints_hold_for_saturated_head_in_float32():
@@ -226,7 +260,16 @@ def test_critic_features_are_last_hidden_activation():
     assert len(outputs) == 4 and all(o.shape == (7,) for o in outputs)
 
 
-def test_critic_learns_noisy_regression():
+@pytest.fixture
+def single_thread():
+    """Tiny matrices: extra intra-op threads only contend for the shared CPU cores."""
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(previous)
+
+
+def test_critic_learns_noisy_regression(single_thread):
     # y = sin(x) + N(0, 0.1^2): omega must approach sin(x) and the NLL must fall.
     torch.manual_seed(0)
     x = torch.linspace(-3, 3, 128).unsqueeze(-1)
@@ -250,3 +293,74 @@ def test_critic_learns_noisy_regression():
         omega = critic(x)[0]
     assert final_nll < initial_nll - 1.0, (initial_nll, final_nll)
     assert torch.mean((omega - target) ** 2).item() < 0.02
+
+
+BAD_EPPO_ARGS = [
+    (dict(kappa=-0.1), "--kappa"),
+    (dict(kappa=float("nan")), "--kappa"),
+    (dict(variant="mean", kappa=0.1), "--variant mean"),
+    (dict(variant="cor", gae_lambda=0.0), "--gae-lambda"),
+    (dict(xi=-1.0), "--xi"),
+    (dict(omega_prior_scale=0.0), "--omega-prior-scale"),
+    (dict(beta_prior_rate=-1.0), "--beta-prior-rate"),
+    (dict(clip_vloss=True), "--clip-vloss"),
+]
+
+
+@pytest.mark.parametrize("changes, flag", BAD_EPPO_ARGS, ids=[str(c) for c, _ in BAD_EPPO_ARGS])
+def test_validate_args_names_the_bad_flag(changes, flag):
+    with pytest.raises(ValueError, match=flag):
+        validate_args(dataclasses.replace(Args(), **changes))
+
+
+def test_paper_configurations_are_valid():
+    for variant, kappa in (("mean", 0.0), ("cor", 0.25), ("ind", 0.01)):
+        validate_args(dataclasses.replace(Args(), variant=variant, kappa=kappa))
+
+
+@pytest.mark.parametrize("flags, expected", [
+    (["--variant", "upper"], "--variant"),
+    (["--variant", "mean"], "--kappa must be 0 with --variant mean"),
+    (["--kappa", "-1"], "--kappa"),
+])
+def test_bad_eppo_flags_exit_with_code_2(flags, expected, tmp_path):
+    result = run_script("eppo_continuous.py", tmp_path / "run", *flags, timeout=120, env={"COLUMNS": "200"})
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert expected in result.stderr and "Traceback" not in result.stderr
+    assert not (tmp_path / "run" / "evaluations.csv").exists()
+
+
+def _scalar_tags(run_dir) -> dict:
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    accumulator = EventAccumulator(str(run_dir), size_guidance={"scalars": 0})
+    accumulator.Reload()
+    return {tag: [event.value for event in accumulator.Scalars(tag)] for tag in accumulator.Tags()["scalars"]}
+
+
+EVIDENTIAL_TAGS = ["evidential/" + name for name in
+                   ("omega", "aleatoric_variance", "epistemic_variance", "advantage_std", "ucb_bonus", "alpha", "nu",
+                    "beta")] + ["losses/nll", "losses/hyperprior", "losses/value_loss", "plasticity/critic_max_abs_grad"]
+
+
+@pytest.mark.parametrize("variant, kappa, extra", [("mean", "0", []), ("cor", "0.25", ["--no-ucb-in-returns"])])
+def test_tiny_run_of_each_variant(variant, kappa, extra, tmp_path):
+    """EPPO_ind (the default) runs in test_all_scripts.py; here the other two, with their logged evidence."""
+    run_dir = tmp_path / "run"
+    result = run_script("eppo_continuous.py", run_dir, "--variant", variant, "--kappa", kappa, *extra)
+    assert result.returncode == 0, result.stderr[-3000:]
+    rows = read_csv(os.path.join(run_dir, "evaluations.csv"))
+    assert [(int(r["global_step"]), int(r["task"])) for r in rows] == TINY_EVALUATION_STEPS
+    tags = _scalar_tags(run_dir)
+    updates = 3  # 512 steps in rollouts of 128: updates after 128, 256 and 384 (the last rollout ends the run)
+    for tag in EVIDENTIAL_TAGS:
+        assert len(tags.get(tag, [])) == updates and np.isfinite(tags[tag]).all(), tag
+    assert all(value > 1 for value in tags["evidential/alpha"])
+    assert all(value > 0 for value in tags["evidential/nu"] + tags["evidential/beta"])
+    if variant == "mean":
+        assert tags["evidential/ucb_bonus"] == [0.0] * updates and tags["evidential/advantage_std"] == [0.0] * updates
+    else:
+        assert all(value > 0 for value in tags["evidential/ucb_bonus"])
+    # value_loss = NLL + xi * (-log p(m)) (xi = 0.01 by default), averaged over the same minibatches
+    np.testing.assert_allclose(tags["losses/value_loss"],
+                               np.array(tags["losses/nll"]) + 0.01 * np.array(tags["losses/hyperprior"]), rtol=1e-5)

@@ -72,9 +72,10 @@ def test_schedule_lengths_and_values():
         assert task_schedule(env_id, "none", "anything") == [None]
     for (env_id, strategy), joints in PAPER_PARALYSED_JOINTS.items():
         schedule = task_schedule(env_id, "paralysis", strategy)
+        num_actuators = len(XML_ACTUATOR_JOINTS[env_id])
         assert len(schedule) == 9
         for task, level in enumerate(PAPER_TORQUE_LEVELS):
-            assert schedule[task] == tuple(level if a in joints else 1.0 for a in range(len(XML_ACTUATOR_JOINTS[env_id])))
+            assert schedule[task] == tuple(level if a in joints else 1.0 for a in range(num_actuators))
 
 
 @pytest.mark.parametrize("env_id", ENV_IDS)

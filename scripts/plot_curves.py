@@ -1,0 +1,200 @@
+"""Learning curves and plasticity figures of a sweep (the paper's Appendix figures), PNG and PDF.
+
+    python scripts/plot_curves.py runs/sweep [--out runs/sweep/plots] [--methods PPO,EPPO_cor]
+
+Per setting (experiment/env/strategy):
+- <out>/<experiment>_<env>_<strategy>_curves.{png,pdf}: mean evaluation return over seeds vs environment
+  steps with a shaded one-standard-error band, vertical dotted lines at the task changes, and legend
+  entries "method: AULC mean ± se, Final Return mean ± se" (the paper's legend order);
+- with plasticity.csv in the runs: ..._plasticity_box.{png,pdf}: effective rank, stable rank and dormant
+  unit % per method as box plots over seeds, each seed's value averaged over its task ends (paper
+  Appendix "Plasticity preservation analysis"); ..._plasticity_evolution.{png,pdf}: the same metrics
+  over training (mean ± se over seeds).
+Only complete runs are drawn (the runs scripts/summarize.py puts in its tables); others are listed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import sys
+
+import numpy as np
+
+if __package__:  # imported as scripts.plot_curves
+    from . import summarize
+else:  # run as python scripts/plot_curves.py
+    import summarize
+
+PLASTICITY_METRICS = {"effective_rank": "effective rank", "stable_rank": "stable rank", "dormant_percent": "dormant units (%)"}
+LINE_STYLES = ["--", ":", "-.", "-"]
+
+
+def mean_curve(runs: list[summarize.RunRecord]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(steps, mean, standard error) of the evaluation return over runs that share one step grid."""
+    grids = {tuple(e.global_step for e in run.evaluations) for run in runs}
+    if len(grids) != 1:
+        raise ValueError(f"runs evaluated at different steps cannot be averaged: {sorted(r.run_dir for r in runs)}")
+    returns = np.array([[e.return_mean for e in run.evaluations] for run in runs])
+    se = returns.std(axis=0, ddof=1) / np.sqrt(len(runs)) if len(runs) > 1 else np.zeros(returns.shape[1])
+    return np.array(grids.pop()), returns.mean(axis=0), se
+
+
+def legend_label(method: str, runs: list[summarize.RunRecord], decimals: int) -> str:
+    aulc_mean, aulc_se = summarize.mean_se(r.aulc for r in runs)
+    final_mean, final_se = summarize.mean_se(r.final_return for r in runs)
+    n = summarize._number
+    return f"{method}: {n(aulc_mean, decimals)} ± {n(aulc_se, decimals)}, {n(final_mean, decimals)} ± {n(final_se, decimals)}"
+
+
+def read_plasticity(run_dir: str) -> list[dict]:
+    """plasticity.csv rows as dicts with int steps and float metrics ([] when the file is absent)."""
+    path = os.path.join(run_dir, "plasticity.csv")
+    if not os.path.isfile(path):
+        return []
+    with open(path, newline="") as f:
+        return [
+            {"global_step": int(row["global_step"]), "task": int(row["task"]), "network": row["network"],
+             **{k: float(row[k]) for k in PLASTICITY_METRICS}}
+            for row in csv.DictReader(f)
+        ]  # fmt: skip
+
+
+def task_end_plasticity(rows: list[dict], steps_per_task: int, num_tasks: int, network: str) -> dict[str, float] | None:
+    """Each metric averaged over the run's task ends (steps (i + 1) * steps_per_task); None if any is missing."""
+    ends = {(i + 1) * steps_per_task for i in range(num_tasks)}
+    selected = [r for r in rows if r["network"] == network and r["global_step"] in ends]
+    if len({r["global_step"] for r in selected}) != num_tasks:
+        return None
+    return {k: float(np.mean([r[k] for r in selected])) for k in PLASTICITY_METRICS}
+
+
+def _save(figure, out: str, stem: str, formats: list[str]) -> list[str]:
+    paths = []
+    for extension in formats:
+        path = os.path.join(out, f"{stem}.{extension}")
+        figure.savefig(path, bbox_inches="tight", dpi=150)
+        paths.append(path)
+    return paths
+
+
+def plot_setting(setting, cells: dict[str, list[summarize.RunRecord]], out: str, formats: list[str], decimals: int) -> list[str]:
+    import matplotlib.pyplot as plt
+
+    stem = f"{setting.experiment}_{setting.env}_{setting.strategy}"
+    written = []
+    figure, axes = plt.subplots(figsize=(9, 4))
+    any_run = next(iter(cells.values()))[0]
+    for i in range(1, any_run.num_tasks):
+        axes.axvline(i * any_run.steps_per_task, color="black", linestyle=":", linewidth=0.8)
+    for k, (method, runs) in enumerate(cells.items()):
+        steps, mean, se = mean_curve(runs)
+        line = axes.plot(steps, mean, LINE_STYLES[k % len(LINE_STYLES)], linewidth=1.8, label=legend_label(method, runs, decimals))[0]
+        axes.fill_between(steps, mean - se, mean + se, color=line.get_color(), alpha=0.2, linewidth=0)
+    axes.set(title=f"{setting} (n = {'/'.join(str(len(r)) for r in cells.values())} seeds)", xlabel="environment steps",
+             ylabel="evaluation return")  # fmt: skip
+    axes.legend(title="AULC, Final Return (mean ± se)", fontsize="small", title_fontsize="small", loc="best")
+    axes.grid(alpha=0.3)
+    written += _save(figure, out, f"{stem}_curves", formats)
+    plt.close(figure)
+
+    plasticity = {m: {r.run_dir: read_plasticity(r.run_dir) for r in runs} for m, runs in cells.items()}
+    found = {row["network"] for per_run in plasticity.values() for rows in per_run.values() for row in rows}
+    networks = sorted(found, key=lambda name: (name != "critic", name))  # the critic first, as in the paper
+    if not networks:
+        return written
+
+    figure, axes = plt.subplots(len(networks), 3, figsize=(12, 3.2 * len(networks)), squeeze=False)
+    for row_index, network in enumerate(networks):
+        for col, (metric, label) in enumerate(PLASTICITY_METRICS.items()):
+            data, names = [], []
+            for method, runs in cells.items():
+                values = [task_end_plasticity(plasticity[method][r.run_dir], r.steps_per_task, r.num_tasks, network) for r in runs]
+                values = [v[metric] for v in values if v is not None]
+                if values:
+                    data.append(values)
+                    names.append(method)
+            ax = axes[row_index][col]
+            if data:
+                ax.boxplot(data)
+                ax.set_xticks(range(1, len(names) + 1), names, rotation=30)
+            ax.set_title(f"{network}: {label}", fontsize="medium")
+    figure.suptitle(f"{setting}: plasticity averaged over task ends (box: seeds)")
+    figure.tight_layout()
+    written += _save(figure, out, f"{stem}_plasticity_box", formats)
+    plt.close(figure)
+
+    figure, axes = plt.subplots(len(networks), 3, figsize=(12, 3.2 * len(networks)), squeeze=False)
+    for row_index, network in enumerate(networks):
+        for col, (metric, label) in enumerate(PLASTICITY_METRICS.items()):
+            ax = axes[row_index][col]
+            for k, (method, runs) in enumerate(cells.items()):
+                series = [[(r["global_step"], r[metric]) for r in plasticity[method][run.run_dir] if r["network"] == network] for run in runs]
+                series = [s for s in series if s]
+                if not series or len({tuple(step for step, _ in s) for s in series}) != 1:
+                    continue  # absent, or runs measured at different steps
+                steps = np.array([step for step, _ in series[0]])
+                values = np.array([[value for _, value in s] for s in series])
+                mean = values.mean(axis=0)
+                se = values.std(axis=0, ddof=1) / np.sqrt(len(values)) if len(values) > 1 else np.zeros_like(mean)
+                line = ax.plot(steps, mean, LINE_STYLES[k % len(LINE_STYLES)], marker="o", markersize=3, label=method)[0]
+                ax.fill_between(steps, mean - se, mean + se, color=line.get_color(), alpha=0.2, linewidth=0)
+            ax.set_title(f"{network}: {label}", fontsize="medium")
+            ax.set_xlabel("environment steps")
+    axes[0][0].legend(fontsize="small")
+    figure.suptitle(f"{setting}: plasticity over training (mean ± se over seeds)")
+    figure.tight_layout()
+    written += _save(figure, out, f"{stem}_plasticity_evolution", formats)
+    plt.close(figure)
+    return written
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("root", help="sweep root (searched recursively for run directories)")
+    parser.add_argument("--out", help="output directory (default ROOT/plots)")
+    parser.add_argument("--methods", help="comma list of methods to draw (default: all found)")
+    parser.add_argument("--formats", default="png,pdf", help="comma list of file formats (default png,pdf)")
+    args = parser.parse_args(argv)
+    if not os.path.isdir(args.root):
+        print(f"error: {args.root} is not a directory", file=sys.stderr)
+        return 2
+    import matplotlib
+
+    matplotlib.use("Agg")
+    formats = [f.strip() for f in args.formats.split(",") if f.strip()]
+    unsupported = [f for f in formats if f not in ("png", "pdf", "svg")]
+    if unsupported or not formats:
+        print(f"error: --formats {args.formats!r}: choose from png, pdf, svg", file=sys.stderr)
+        return 2
+    out = args.out or os.path.join(args.root, "plots")
+    os.makedirs(out, exist_ok=True)
+
+    runs = summarize.load_runs(args.root)
+    if args.methods:
+        keep = {m.strip() for m in args.methods.split(",")}
+        runs = [r for r in runs if r.method in keep]
+    groups, left_out = summarize.group_runs(runs)
+    for run in left_out:
+        print(f"left out: {run.run_dir}: {'; '.join(run.problems)}", file=sys.stderr)
+    if not groups:
+        print(f"error: no complete runs under {args.root}", file=sys.stderr)
+        return 1
+    means = [abs(r.aulc) for cell in groups.values() for r in cell.values()]
+    decimals = 0 if min(means) >= 100 else 2
+    status = 0
+    for setting in summarize.setting_order(s for s, _ in groups):
+        labels = summarize.method_order(m for s, m in groups if s == setting)
+        cells = {m: [groups[(setting, m)][seed] for seed in sorted(groups[(setting, m)])] for m in labels}
+        try:
+            for path in plot_setting(setting, cells, out, formats, decimals):
+                print(path)
+        except ValueError as error:
+            print(f"error: {setting}: {error}", file=sys.stderr)
+            status = 1
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

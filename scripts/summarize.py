@@ -1,0 +1,784 @@
+"""Summarize a sweep as the paper's result tables (Tables 1 and 2): AULC and Final Return.
+
+    python scripts/summarize.py runs/sweep                   # Markdown
+    python scripts/summarize.py runs/sweep --paper           # the paper's numbers beside ours
+    python scripts/summarize.py runs/sweep --format latex    # or csv
+    python scripts/summarize.py runs/grid --select-kappa     # kappa grid search -> paper_kappa.csv format
+
+Reads every run directory under ROOT (evaluations.csv, config.json, summary.json). Per run (paper §4):
+- AULC: mean of the evaluation return (return_mean, itself the mean over the evaluation episodes)
+  over every evaluation point of the run, step 0 included;
+- Final Return: mean over tasks of the evaluation at each task's last step,
+  the row with global_step == (task + 1) * steps_per_task (evaluated on that task).
+Per cell (setting x method): mean and standard error over seeds (std with ddof=1 / sqrt(n)).
+Bold: the highest mean. Underlined: methods not significantly worse than it, by the one-sided paired
+t-test over seeds of Appendix "Statistical significance": scipy.stats.ttest_rel(best, other,
+alternative="greater"); not significantly worse when p >= 0.05.
+Average score: mean of the cell means over the settings; average ranking: mean over the settings of
+each method's rank by cell mean (1 = highest; ties share the average rank). Both use only the
+settings in which every method of the table has results, so that methods are compared on the same
+settings. Runs that did not finish (no summary.json) or lack evaluation rows are listed separately
+and never averaged.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import os
+import sys
+import warnings
+from dataclasses import dataclass, field
+from decimal import ROUND_HALF_UP, Decimal
+
+import numpy as np
+from scipy import stats
+
+if __package__:  # imported as scripts.summarize
+    from . import runlist
+else:  # run as python scripts/summarize.py
+    import runlist
+
+METRICS = ("aulc", "final_return")
+METRIC_LABELS = {"aulc": "AULC", "final_return": "Final Return"}
+SIGNIFICANCE_LEVEL = 0.05
+PAPER_RESULTS_CSV = os.path.join(runlist.SCRIPTS_DIR, "paper_results.csv")
+# The paper's table orders (Tables 1 and 2); other strategies follow alphabetically.
+STRATEGY_ORDER = [s.strategy for s in runlist.paper_settings()]
+ENV_ORDER = list(runlist.ENV_IDS)
+RUN_DIR_MARKERS = ("evaluations.csv", "config.json", "summary.json", "stdout.log")
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    global_step: int
+    task: int
+    return_mean: float
+
+
+@dataclass
+class RunRecord:
+    """One run directory: its identity, its evaluations and the two metrics (None when incomplete)."""
+
+    run_dir: str
+    setting: runlist.Setting | None = None
+    method: str | None = None
+    seed: int | None = None
+    kappa: float | None = None
+    steps_per_task: int | None = None
+    num_tasks: int | None = None
+    eval_frequency: int | None = None
+    evaluations: list[Evaluation] = field(default_factory=list)
+    aulc: float | None = None
+    final_return: float | None = None
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def complete(self) -> bool:
+        return not self.problems
+
+
+# ---------------------------------------------------------------- per-run metrics
+
+
+def expected_evaluations(steps_per_task: int, num_tasks: int, eval_frequency: int) -> list[tuple[int, int]]:
+    """(global_step, task evaluated) of every evaluation the CONTRACT prescribes: step 0, every
+    eval_frequency steps, and the last step of every task; a step evaluates the task it ended."""
+    total = steps_per_task * num_tasks
+    steps = {0, *range(eval_frequency, total + 1, eval_frequency), *(steps_per_task * (i + 1) for i in range(num_tasks))}
+    return [(step, max(step - 1, 0) // steps_per_task) for step in sorted(steps)]
+
+
+def aulc(evaluations: list[Evaluation]) -> float:
+    """Area under the learning curve: the mean evaluation return over every evaluation point (step 0 included)."""
+    if not evaluations:
+        raise ValueError("AULC of a run without evaluations")
+    return float(np.mean([e.return_mean for e in evaluations]))
+
+
+def task_end_returns(evaluations: list[Evaluation], steps_per_task: int, num_tasks: int) -> list[float]:
+    """Evaluation return at the last step of each task ((i + 1) * steps_per_task, task i)."""
+    by_key = {(e.global_step, e.task): e.return_mean for e in evaluations}
+    missing = [i for i in range(num_tasks) if ((i + 1) * steps_per_task, i) not in by_key]
+    if missing:
+        raise ValueError(f"no evaluation at the end of task(s) {missing}")
+    return [by_key[((i + 1) * steps_per_task, i)] for i in range(num_tasks)]
+
+
+def final_return(evaluations: list[Evaluation], steps_per_task: int, num_tasks: int) -> float:
+    """Final Return: the mean over tasks of the evaluation at each task's last step."""
+    return float(np.mean(task_end_returns(evaluations, steps_per_task, num_tasks)))
+
+
+def evaluation_problems(evaluations: list[Evaluation], steps_per_task: int, num_tasks: int, eval_frequency: int) -> list[str]:
+    """Differences between the logged and the prescribed evaluations (empty list = complete)."""
+    expected = expected_evaluations(steps_per_task, num_tasks, eval_frequency)
+    logged = [(e.global_step, e.task) for e in evaluations]
+    problems = []
+    if len(set(logged)) != len(logged):
+        problems.append("duplicate evaluation rows")
+    missing = sorted(set(expected) - set(logged))
+    if missing:
+        shown = ", ".join(str(step) for step, _ in missing[:5]) + (", ..." if len(missing) > 5 else "")
+        problems.append(f"{len(missing)} of {len(expected)} evaluation rows missing (steps {shown})")
+    unexpected = sorted(set(logged) - set(expected))
+    if unexpected:
+        problems.append(f"{len(unexpected)} unexpected evaluation rows (first: step {unexpected[0][0]}, task {unexpected[0][1]})")
+    nonfinite = [e.global_step for e in evaluations if not math.isfinite(e.return_mean)]
+    if nonfinite:
+        problems.append(f"non-finite return_mean at step(s) {nonfinite[:5]}")
+    return problems
+
+
+# ---------------------------------------------------------------- reading runs
+
+
+def read_evaluations(path: str) -> list[Evaluation]:
+    with open(path, newline="") as f:
+        return [Evaluation(int(row["global_step"]), int(row["task"]), float(row["return_mean"])) for row in csv.DictReader(f)]
+
+
+def identity_from_path(run_dir: str) -> tuple[runlist.Setting, str, int] | None:
+    """.../<experiment>/<env>/<strategy>/<method>/seed<k> -> (Setting, method, seed); None if not that layout."""
+    parts = os.path.normpath(run_dir).split(os.sep)
+    if len(parts) < 5 or not parts[-1].startswith("seed") or not parts[-1][4:].isdigit():
+        return None
+    experiment, env, strategy, method = parts[-5:-1]
+    if env not in runlist.ENV_IDS:
+        return None
+    return runlist.Setting(experiment, env, strategy), method, int(parts[-1][4:])
+
+
+def kappa_from_path(run_dir: str) -> float | None:
+    """<root>/kappa<K>/<experiment>/... (grid-search layout) -> K."""
+    parts = os.path.normpath(run_dir).split(os.sep)
+    if len(parts) >= 6 and parts[-6].startswith("kappa"):
+        try:
+            return float(parts[-6][5:])
+        except ValueError:
+            return None
+    return None
+
+
+def load_run(run_dir: str) -> RunRecord:
+    """Identity from config.json (else the path layout), metrics from evaluations.csv."""
+    record = RunRecord(run_dir)
+    config_path = os.path.join(run_dir, "config.json")
+    config = None
+    if os.path.isfile(config_path):
+        try:
+            with open(config_path) as f:
+                config = json.load(f)
+        except (OSError, json.JSONDecodeError) as error:
+            record.problems.append(f"unreadable config.json ({error})")
+    path_identity = identity_from_path(run_dir)
+    if config is not None:
+        args = config.get("args", config)
+        try:
+            record.setting = runlist.Setting(args["experiment"], runlist.env_name(args["env_id"]), args["strategy"])
+            record.seed = int(args["seed"])
+            record.steps_per_task = int(args["steps_per_task"])
+            record.eval_frequency = int(args["eval_frequency"])
+        except (KeyError, TypeError, ValueError) as error:
+            record.problems.append(f"config.json lacks a valid {error}")
+        record.method = config.get("method") or runlist.method_for_script(config.get("script", ""), args.get("variant"))
+        record.kappa = args.get("kappa")
+        record.num_tasks = config.get("num_tasks") or args.get("num_tasks") or None
+    elif path_identity is not None:
+        record.setting, record.method, record.seed = path_identity
+    if record.method is None and path_identity is not None:
+        record.method = path_identity[1]
+    if record.kappa is None:
+        record.kappa = kappa_from_path(run_dir)
+    if record.setting is None or record.method is None or record.seed is None:
+        record.problems.append("cannot tell setting/method/seed (no config.json and not <experiment>/<env>/<strategy>/<method>/seed<k>)")
+
+    summary_path = os.path.join(run_dir, "summary.json")
+    if not os.path.isfile(summary_path):
+        record.problems.append("not finished (no summary.json)")
+    evaluations_path = os.path.join(run_dir, "evaluations.csv")
+    if not os.path.isfile(evaluations_path):
+        record.problems.append("no evaluations.csv")
+        return record
+    try:
+        record.evaluations = read_evaluations(evaluations_path)
+    except (OSError, KeyError, ValueError) as error:
+        record.problems.append(f"unreadable evaluations.csv ({error})")
+        return record
+    if not record.evaluations:
+        record.problems.append("evaluations.csv has no rows")
+        return record
+    if record.steps_per_task is None or record.eval_frequency is None or record.num_tasks is None:
+        record.problems.append("no steps_per_task/num_tasks/eval_frequency (config.json): cannot check rows or compute Final Return")
+        return record
+    record.problems.extend(evaluation_problems(record.evaluations, record.steps_per_task, record.num_tasks, record.eval_frequency))
+    if record.complete:
+        record.aulc = aulc(record.evaluations)
+        record.final_return = final_return(record.evaluations, record.steps_per_task, record.num_tasks)
+    return record
+
+
+def find_run_dirs(root: str) -> list[str]:
+    """Every directory under root holding a run's file (evaluations.csv, config.json, summary.json or a sweep log)."""
+    found = []
+    for directory, _, files in os.walk(root):
+        if any(marker in files for marker in RUN_DIR_MARKERS):
+            found.append(directory)
+    return sorted(found)
+
+
+def load_runs(root: str) -> list[RunRecord]:
+    return [load_run(directory) for directory in find_run_dirs(root)]
+
+
+def method_order(methods) -> list[str]:
+    """The paper's column order first, then other labels alphabetically."""
+    return sorted(set(methods), key=lambda m: _position(m, list(runlist.METHODS)))
+
+
+def _position(item, order) -> tuple[int, str]:
+    return (order.index(item) if item in order else len(order), str(item))
+
+
+def experiment_order(experiments) -> list[str]:
+    return sorted(set(experiments), key=lambda e: _position(e, runlist.EXPERIMENTS))
+
+
+def setting_order(settings) -> list[runlist.Setting]:
+    """The paper's order: experiment, env, strategy (unknown names last, alphabetically)."""
+    key = lambda s: (_position(s.experiment, runlist.EXPERIMENTS), _position(s.env, ENV_ORDER), _position(s.strategy, STRATEGY_ORDER))  # noqa: E731
+    return sorted(set(settings), key=key)
+
+
+def group_runs(runs: list[RunRecord]) -> tuple[dict[tuple[runlist.Setting, str], dict[int, RunRecord]], list[RunRecord]]:
+    """Complete runs -> {(setting, label): {seed: run}}, plus the runs left out (incomplete or duplicate seed).
+    The label is the method, with ' (kappa=K)' added when one setting holds several kappas of a method."""
+    kappas: dict[tuple[runlist.Setting, str], set] = {}
+    for run in runs:
+        if run.complete:
+            kappas.setdefault((run.setting, run.method), set()).add(run.kappa)
+    groups: dict[tuple[runlist.Setting, str], dict[int, RunRecord]] = {}
+    left_out = [run for run in runs if not run.complete]
+    for run in runs:
+        if not run.complete:
+            continue
+        label = run.method
+        if len(kappas[(run.setting, run.method)]) > 1:
+            label = f"{run.method} (kappa={run.kappa})"
+        cell = groups.setdefault((run.setting, label), {})
+        if run.seed in cell:
+            run.problems.append(f"same setting, method and seed as {cell[run.seed].run_dir}")
+            left_out.append(run)
+        else:
+            cell[run.seed] = run
+    return groups, left_out
+
+
+# ---------------------------------------------------------------- statistics
+
+
+def mean_se(values) -> tuple[float, float]:
+    """Mean and standard error (sample std with ddof=1 over sqrt(n)); se is nan for a single value."""
+    values = np.asarray(list(values), dtype=float)
+    if values.size == 0:
+        raise ValueError("mean of no values")
+    se = float(np.std(values, ddof=1) / np.sqrt(values.size)) if values.size > 1 else math.nan
+    return float(np.mean(values)), se
+
+
+def paired_pvalue(best: dict[int, float], other: dict[int, float]) -> tuple[float, int]:
+    """One-sided paired t-test over the seeds both have: H1 'best is better than other'.
+    Returns (p, number of pairs); p is nan with fewer than 2 pairs, and 1.0 when every pair is equal."""
+    seeds = sorted(set(best) & set(other))
+    if len(seeds) < 2:
+        return math.nan, len(seeds)
+    a = np.array([best[s] for s in seeds])
+    b = np.array([other[s] for s in seeds])
+    if np.all(a == b):
+        return 1.0, len(seeds)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # constant nonzero differences: t = +-inf is the right limit
+        p = stats.ttest_rel(a, b, alternative="greater").pvalue
+    return float(p), len(seeds)
+
+
+@dataclass
+class Cell:
+    values: dict[int, float]  # seed -> metric
+    mean: float = math.nan
+    se: float = math.nan
+    best: bool = False
+    p_value: float | None = None  # vs the best (None for the best itself)
+    n_pairs: int = 0
+    not_worse: bool = False  # underlined: p >= SIGNIFICANCE_LEVEL
+
+    def __post_init__(self):
+        self.mean, self.se = mean_se(self.values.values())
+
+    @property
+    def n(self) -> int:
+        return len(self.values)
+
+
+def mark_significance(cells: dict[str, Cell], alpha: float = SIGNIFICANCE_LEVEL) -> str:
+    """Mark the best cell (highest mean; first in method order on ties) and, for the others, whether
+    they are not significantly worse. Returns the best label."""
+    labels = method_order(cells)
+    best = max(labels, key=lambda m: (cells[m].mean, -labels.index(m)))
+    for label in labels:
+        cell = cells[label]
+        cell.best = label == best
+        if cell.best:
+            continue
+        cell.p_value, cell.n_pairs = paired_pvalue(cells[best].values, cell.values)
+        cell.not_worse = not math.isnan(cell.p_value) and cell.p_value >= alpha
+    return best
+
+
+def ranks(means: dict[str, float]) -> dict[str, float]:
+    """Rank 1 = highest mean; tied means share the average of their ranks."""
+    labels = list(means)
+    values = stats.rankdata([-means[m] for m in labels], method="average")
+    return {m: float(r) for m, r in zip(labels, values)}
+
+
+def average_scores(means_by_setting: dict, settings: list) -> dict[str, float]:
+    methods = means_by_setting[settings[0]].keys()
+    return {m: float(np.mean([means_by_setting[s][m] for s in settings])) for m in methods}
+
+
+def average_ranks(means_by_setting: dict, settings: list) -> dict[str, float]:
+    per_setting = [ranks(means_by_setting[s]) for s in settings]
+    return {m: float(np.mean([r[m] for r in per_setting])) for m in per_setting[0]}
+
+
+def read_paper_results(path: str = PAPER_RESULTS_CSV) -> dict[tuple[str, runlist.Setting, str], tuple[float, float]]:
+    """(metric, setting, method) -> (mean, se) from scripts/paper_results.csv."""
+    table = {}
+    with open(path, newline="") as f:
+        for row in csv.DictReader(f):
+            setting = runlist.Setting(row["experiment"], row["env"], row["strategy"])
+            table[(row["metric"], setting, row["model"])] = (float(row["mean"]), float(row["se"]))
+    return table
+
+
+# ---------------------------------------------------------------- tables
+
+
+@dataclass
+class Shown:
+    """One displayed number: a cell (mean +- se), an average score or an average rank."""
+
+    mean: float
+    se: float | None = None
+    bold: bool = False
+    underline: bool = False
+    paper: tuple[float, float | None] | None = None
+    n: int | None = None
+    is_rank: bool = False
+
+
+@dataclass
+class Row:
+    labels: list[str]
+    cells: list[Shown | None]
+    kind: str = "cell"  # cell | average | ranking
+    rule_before: bool = False
+
+
+@dataclass
+class Table:
+    experiment: str
+    metric_label_columns: list[str]
+    column_groups: list[tuple[str, int]]  # (group label, span) over the value columns; empty = none
+    columns: list[str]
+    rows: list[Row]
+    notes: list[str]
+    seed_counts: list[int] = field(default_factory=list)  # seeds per cell, every cell
+
+
+@dataclass
+class MetricSummary:
+    """All numbers of one metric of one experiment, before layout."""
+
+    metric: str
+    settings: list[runlist.Setting]
+    methods: list[str]
+    cells: dict[tuple[runlist.Setting, str], Cell]
+    comparable: list[runlist.Setting]  # settings where every method has results
+    paper: dict
+
+
+def summarize_metric(groups: dict, metric: str, experiment: str, paper: dict | None) -> MetricSummary:
+    keys = [k for k in groups if k[0].experiment == experiment]
+    settings = setting_order(s for s, _ in keys)
+    methods = method_order(m for _, m in keys)
+    cells: dict[tuple[runlist.Setting, str], Cell] = {}
+    for setting in settings:
+        row = {m: Cell({seed: getattr(run, metric) for seed, run in groups[(setting, m)].items()})
+               for m in methods if (setting, m) in groups}  # fmt: skip
+        mark_significance(row)
+        cells.update({(setting, m): c for m, c in row.items()})
+    comparable = [s for s in settings if all((s, m) in cells for m in methods)]
+    return MetricSummary(metric, settings, methods, cells, comparable, paper or {})
+
+
+def _shown(summary: MetricSummary, setting, method, with_n: bool) -> Shown | None:
+    cell = summary.cells.get((setting, method))
+    if cell is None:
+        return None
+    paper = summary.paper.get((summary.metric, setting, method))
+    return Shown(cell.mean, cell.se, cell.best, cell.not_worse, paper, cell.n if with_n else None)
+
+
+def _aggregate_shown(summary: MetricSummary, settings: list, ranking: bool) -> list[Shown]:
+    """Average score (or ranking) per method over `settings`, best in bold; paper values from its means."""
+    means = {s: {m: summary.cells[(s, m)].mean for m in summary.methods} for s in settings}
+    values = (average_ranks if ranking else average_scores)(means, settings)
+    paper_values = None
+    if summary.paper and all((summary.metric, s, m) in summary.paper for s in settings for m in summary.methods):
+        paper_means = {s: {m: summary.paper[(summary.metric, s, m)][0] for m in summary.methods} for s in settings}
+        paper_values = (average_ranks if ranking else average_scores)(paper_means, settings)
+    best = (min if ranking else max)(values.values())
+    return [
+        Shown(values[m], bold=values[m] == best, is_rank=ranking, paper=(paper_values[m], None) if paper_values else None)
+        for m in summary.methods
+    ]
+
+
+def _notes(summary: MetricSummary) -> list[str]:
+    notes = []
+    excluded = [s for s in summary.settings if s not in summary.comparable]
+    if excluded:
+        notes.append(
+            f"{METRIC_LABELS[summary.metric]}: averages and rankings use only the settings where every method has results; "
+            f"left out: {', '.join(map(str, excluded))}"
+        )
+    untested = sorted({(str(s), m) for (s, m), c in summary.cells.items() if not c.best and c.p_value is not None and math.isnan(c.p_value)})
+    if untested:
+        notes.append(
+            f"{METRIC_LABELS[summary.metric]}: no t-test (fewer than 2 seeds paired with the best), not underlined: "
+            + ", ".join(f"{m} in {s}" for s, m in untested)
+        )
+    return notes
+
+
+def _seed_counts_vary(summaries: list[MetricSummary]) -> bool:
+    return len({c.n for s in summaries for c in s.cells.values()}) > 1
+
+
+def slippery_table(summaries: list[MetricSummary]) -> Table:
+    """Table 1 layout: rows metric x model; columns strategy x env, then Average score and ranking."""
+    settings = setting_order(s for summary in summaries for s in summary.settings)
+    strategies = list(dict.fromkeys(s.strategy for s in settings))
+    envs = [e for e in ENV_ORDER if any(s.env == e for s in settings)]
+    columns_settings = [runlist.Setting("slippery", e, st) for st in strategies for e in envs]
+    with_n = _seed_counts_vary(summaries)
+    rows, notes = [], []
+    for summary in summaries:
+        averages = _aggregate_shown(summary, summary.comparable, ranking=False) if summary.comparable else [None] * len(summary.methods)
+        rankings = _aggregate_shown(summary, summary.comparable, ranking=True) if summary.comparable else [None] * len(summary.methods)
+        for i, method in enumerate(summary.methods):
+            cells = [_shown(summary, s, method, with_n) for s in columns_settings] + [averages[i], rankings[i]]
+            label = f"{METRIC_LABELS[summary.metric]} (↑)" if i == 0 else ""
+            rows.append(Row([label, method], cells, rule_before=i == 0 and bool(rows)))
+        notes += _notes(summary)
+    return Table(
+        "slippery",
+        ["Metric", "Model"],
+        [(st, len(envs)) for st in strategies] + [("Average", 2)],
+        [e for _ in strategies for e in envs] + ["Score", "Ranking"],
+        rows,
+        notes,
+    )
+
+
+def rows_table(summaries: list[MetricSummary], experiment: str) -> Table:
+    """Table 2 layout (paralysis, and any other experiment): rows metric x env x strategy with a
+    per-env Average row, then Overall Average and Overall Average Ranking; columns = models."""
+    methods = method_order(m for summary in summaries for m in summary.methods)
+    with_n = _seed_counts_vary(summaries)
+    rows, notes = [], []
+    for summary in summaries:
+        label = f"{METRIC_LABELS[summary.metric]} (↑)"
+        first = True
+        for env in ENV_ORDER:
+            env_settings = [s for s in summary.settings if s.env == env]
+            if not env_settings:
+                continue
+            for j, setting in enumerate(env_settings):
+                cells = [_shown(summary, setting, m, with_n) for m in methods]
+                rows.append(Row([label if first else "", env if j == 0 else "", setting.strategy], cells, rule_before=first and bool(rows)))
+                first = False
+            env_comparable = [s for s in env_settings if s in summary.comparable]
+            if env_comparable:
+                rows.append(Row(["", "", "Average"], _aggregate_shown(summary, env_comparable, ranking=False), kind="average"))
+        if summary.comparable:
+            rows.append(Row(["", "Overall Average", ""], _aggregate_shown(summary, summary.comparable, ranking=False), kind="average"))
+            rows.append(Row(["", "Overall Average Ranking", ""], _aggregate_shown(summary, summary.comparable, ranking=True), kind="ranking"))
+        notes += _notes(summary)
+    return Table(experiment, ["Metric", "Environment", "Strategy"], [], methods, rows, notes)
+
+
+def build_tables(runs: list[RunRecord], paper: dict | None = None) -> tuple[list[Table], list[RunRecord]]:
+    groups, left_out = group_runs(runs)
+    tables = []
+    for experiment in experiment_order(s.experiment for s, _ in groups):
+        summaries = [summarize_metric(groups, metric, experiment, paper) for metric in METRICS]
+        table = slippery_table(summaries) if experiment == "slippery" else rows_table(summaries, experiment)
+        table.seed_counts = [c.n for summary in summaries for c in summary.cells.values()]
+        tables.append(table)
+    return tables, left_out
+
+
+# ---------------------------------------------------------------- rendering
+
+
+def _number(value: float, decimals: int) -> str:
+    """Round half up, as the paper does (its average ranking 5.25 is printed 5.3; Python's format gives 5.2)."""
+    if value is None or math.isnan(value):
+        return "nan"
+    return str(Decimal(repr(value)).quantize(Decimal(1).scaleb(-decimals), rounding=ROUND_HALF_UP))
+
+
+def auto_decimals(tables: list[Table]) -> int:
+    """0 decimals when every |mean| >= 100 (the paper's returns), else 2 (tiny test runs)."""
+    means = [abs(c.mean) for t in tables for r in t.rows for c in r.cells if c is not None and not c.is_rank]
+    return 0 if means and min(means) >= 100 else 2
+
+
+def _plain(shown: Shown | None, decimals: int, rich: str) -> str:
+    """Cell text for Markdown (rich='md') or LaTeX (rich='tex')."""
+    if shown is None:
+        return "–" if rich == "md" else "--"
+    digits = 1 if shown.is_rank else decimals
+    text = _number(shown.mean, digits)
+    if shown.se is not None:
+        text = f"{text} ± {_number(shown.se, decimals)}" if rich == "md" else f"{text}\\sd{{\\pm {_number(shown.se, decimals)}}}"
+    if shown.n is not None:
+        text += f" (n={shown.n})" if rich == "md" else f"\\sd{{\\,(n={shown.n})}}"
+    if rich == "md":
+        if shown.bold:
+            text = f"**{text}**"
+        elif shown.underline:
+            text = f"<u>{text}</u>"
+    else:
+        if shown.bold:
+            text = f"\\bf {text}"
+        elif shown.underline:
+            text = f"\\underline{{{text}}}"
+        text = f"${text}$"
+    if shown.paper is not None:
+        paper_mean, paper_se = shown.paper
+        paper_text = _number(paper_mean, digits) + ("" if paper_se is None else (" ± " if rich == "md" else " $\\pm$ ") + _number(paper_se, 0))
+        text += f" (paper {paper_text})" if rich == "md" else f" {{\\scriptsize (paper {paper_text})}}"
+    return text
+
+
+def render_markdown(tables: list[Table], left_out: list[RunRecord], decimals: int) -> str:
+    out = []
+    for table in tables:
+        seeds = set(table.seed_counts)
+        out.append(f"## {table.experiment}\n")
+        header = list(table.metric_label_columns)
+        value_headers = []
+        if table.column_groups:
+            i = 0
+            for group, span in table.column_groups:
+                value_headers += [f"{group} {c}" for c in table.columns[i : i + span]]
+                i += span
+        else:
+            value_headers = list(table.columns)
+        header += value_headers
+        out.append("| " + " | ".join(header) + " |")
+        out.append("|" + "|".join(["---"] * len(table.metric_label_columns) + [":---:"] * len(value_headers)) + "|")
+        for row in table.rows:
+            out.append("| " + " | ".join(row.labels + [_plain(c, decimals, "md") for c in row.cells]) + " |")
+        out.append("")
+        out.append(
+            "Mean ± standard error over seeds; **bold**: highest mean; <u>underlined</u>: not significantly worse than the best "
+            f"(one-sided paired t-test over seeds, p ≥ {SIGNIFICANCE_LEVEL})."
+            + (f" Seeds per cell: {seeds.pop()}." if len(seeds) == 1 else "")
+        )
+        out += [f"- {note}" for note in table.notes]
+        out.append("")
+    if left_out:
+        out.append("## Incomplete or excluded runs (not in the tables)\n")
+        out.append("| run directory | problem |")
+        out.append("|---|---|")
+        out += [f"| {run.run_dir} | {'; '.join(run.problems)} |" for run in left_out]
+        out.append("")
+    if not tables and not left_out:
+        out.append("no runs found")
+    return "\n".join(out)
+
+
+def render_latex(tables: list[Table], left_out: list[RunRecord], decimals: int) -> str:
+    out = [
+        "% Needs \\usepackage{booktabs}; \\sd as in the paper:",
+        "\\providecommand{\\sd}[1]{\\scriptstyle #1}",
+    ]
+    for table in tables:
+        n_labels, n_values = len(table.metric_label_columns), len(table.columns)
+        out += ["", f"% {table.experiment}", "\\begin{tabular}{@{}" + "c" * (n_labels + n_values) + "@{}}", "\\toprule"]
+        if table.column_groups:
+            groups = " & ".join(f"\\multicolumn{{{span}}}{{c}}{{\\texttt{{{g}}}}}" for g, span in table.column_groups)
+            out.append(" & " * n_labels + groups + " \\\\")
+            start = n_labels + 1
+            rules = []
+            for _, span in table.column_groups:
+                rules.append(f"\\cmidrule(lr){{{start}-{start + span - 1}}}")
+                start += span
+            out.append(" ".join(rules))
+        else:
+            out.append(f" & " * n_labels + f"\\multicolumn{{{n_values}}}{{c}}{{Model}} \\\\ \\cmidrule(lr){{{n_labels + 1}-{n_labels + n_values}}}")
+        tex = lambda s: s.replace("_", "\\_").replace("(↑)", "($\\uparrow$)")  # noqa: E731
+        out.append(" & ".join(table.metric_label_columns + [f"\\texttt{{{tex(c)}}}" for c in table.columns]) + " \\\\ \\midrule")
+        for row in table.rows:
+            if row.rule_before:
+                out.append("\\midrule")
+            out.append(" & ".join([tex(label) for label in row.labels] + [_plain(c, decimals, "tex") for c in row.cells]) + " \\\\")
+        out += ["\\bottomrule", "\\end{tabular}"]
+        out += [f"% {note}" for note in table.notes]
+    for run in left_out:
+        out.append(f"% left out: {run.run_dir}: {'; '.join(run.problems)}")
+    return "\n".join(out)
+
+
+CSV_FIELDS = ["experiment", "metric", "row", "env", "strategy", "method", "n", "mean", "se", "best",
+              "not_significantly_worse", "p_value", "paper_mean", "paper_se"]  # fmt: skip
+
+
+def csv_rows(runs: list[RunRecord], paper: dict | None = None) -> list[dict]:
+    """Long format: one row per cell (row='cell') plus average score / ranking rows."""
+    groups, _ = group_runs(runs)
+    rows = []
+    for experiment in experiment_order(s.experiment for s, _ in groups):
+        for metric in METRICS:
+            summary = summarize_metric(groups, metric, experiment, paper)
+            for (setting, method), cell in sorted(summary.cells.items(), key=lambda kv: (summary.settings.index(kv[0][0]), summary.methods.index(kv[0][1]))):
+                paper_value = summary.paper.get((metric, setting, method), (None, None))
+                rows.append({
+                    "experiment": experiment, "metric": metric, "row": "cell", "env": setting.env, "strategy": setting.strategy,
+                    "method": method, "n": cell.n, "mean": cell.mean, "se": cell.se, "best": cell.best,
+                    "not_significantly_worse": cell.not_worse, "p_value": "" if cell.p_value is None else cell.p_value,
+                    "paper_mean": paper_value[0], "paper_se": paper_value[1],
+                })  # fmt: skip
+            if not summary.comparable:
+                continue
+            scopes = [(env, [s for s in summary.comparable if s.env == env]) for env in ENV_ORDER] if experiment != "slippery" else []
+            scopes.append(("all", summary.comparable))
+            for env, settings in scopes:
+                if not settings:
+                    continue
+                for kind, ranking in (("average_score", False), ("average_ranking", True)):
+                    if ranking and env != "all":
+                        continue
+                    for method, shown in zip(summary.methods, _aggregate_shown(summary, settings, ranking)):
+                        rows.append({
+                            "experiment": experiment, "metric": metric, "row": kind, "env": env, "strategy": "",
+                            "method": method, "n": len(settings), "mean": shown.mean, "se": "", "best": shown.bold,
+                            "not_significantly_worse": "", "p_value": "", "paper_mean": shown.paper[0] if shown.paper else None, "paper_se": "",
+                        })  # fmt: skip
+    return rows
+
+
+def render_csv(runs: list[RunRecord], paper: dict | None) -> str:
+    import io
+
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, CSV_FIELDS, lineterminator="\n")
+    writer.writeheader()
+    for row in csv_rows(runs, paper):
+        writer.writerow({k: "" if v is None else v for k, v in row.items()})
+    return buffer.getvalue()
+
+
+# ---------------------------------------------------------------- kappa grid search
+
+
+def select_kappa(runs: list[RunRecord]) -> tuple[list[dict], list[str]]:
+    """Per setting and EPPO variant, the kappa with the best mean AULC over complete runs (ties: the
+    smaller kappa). Returns rows in scripts/paper_kappa.csv format and a report of every kappa's mean."""
+    aulcs: dict[tuple[runlist.Setting, str, float], list[float]] = {}
+    for run in runs:
+        if run.complete and run.method in runlist.KAPPA_COLUMNS and run.kappa is not None:
+            aulcs.setdefault((run.setting, run.method, float(run.kappa)), []).append(run.aulc)
+    chosen: dict[runlist.Setting, dict[str, float]] = {}
+    report = []
+    for setting in setting_order(s for s, _, _ in aulcs):
+        for method in runlist.KAPPA_COLUMNS:
+            candidates = sorted((k, aulcs[(s, m, k)]) for s, m, k in aulcs if s == setting and m == method)
+            if not candidates:
+                continue
+            best_kappa = max(candidates, key=lambda kv: (np.mean(kv[1]), -kv[0]))[0]
+            chosen.setdefault(setting, {})[method] = best_kappa
+            report.append(f"{setting} {method}: " + ", ".join(
+                f"kappa={runlist.format_kappa(k)}: AULC {np.mean(v):.2f} (n={len(v)}){' <- best' if k == best_kappa else ''}" for k, v in candidates
+            ))  # fmt: skip
+    rows = [
+        {"experiment": s.experiment, "env": s.env, "strategy": s.strategy,
+         **{column: runlist.format_kappa(chosen[s][m]) if m in chosen[s] else "" for m, column in runlist.KAPPA_COLUMNS.items()}}
+        for s in chosen
+    ]  # fmt: skip
+    return rows, report
+
+
+# ---------------------------------------------------------------- CLI
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("root", help="sweep root (searched recursively for run directories)")
+    parser.add_argument("--format", choices=("markdown", "csv", "latex"), default="markdown")
+    parser.add_argument("--paper", action="store_true", help="show the paper's numbers (scripts/paper_results.csv) beside ours")
+    parser.add_argument("--methods", help="comma list of methods to keep (default: all found)")
+    parser.add_argument("--decimals", type=int, help="decimals of means and standard errors (default: 0 for returns >= 100, else 2)")
+    parser.add_argument("--select-kappa", action="store_true", help="print the best kappa per setting (paper_kappa.csv format) instead of tables")
+    parser.add_argument("--output", help="write to this file instead of stdout")
+    args = parser.parse_args(argv)
+    if not os.path.isdir(args.root):
+        print(f"error: {args.root} is not a directory", file=sys.stderr)
+        return 2
+    if args.decimals is not None and args.decimals < 0:
+        print("error: --decimals must be >= 0", file=sys.stderr)
+        return 2
+    runs = load_runs(args.root)
+    if args.methods:
+        keep = [m.strip() for m in args.methods.split(",") if m.strip()]
+        runs = [r for r in runs if r.method in keep]
+    paper = read_paper_results() if args.paper else None
+
+    if args.select_kappa:
+        rows, report = select_kappa(runs)
+        if not rows:
+            print(f"error: no complete EPPO_cor/EPPO_ind runs with a kappa under {args.root}", file=sys.stderr)
+            return 1
+        print("\n".join(report), file=sys.stderr)
+        import io
+
+        buffer = io.StringIO()
+        writer = csv.DictWriter(buffer, ["experiment", "env", "strategy", *runlist.KAPPA_COLUMNS.values()], lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+        text = buffer.getvalue()
+    elif args.format == "csv":
+        text = render_csv(runs, paper)
+        for run in group_runs(runs)[1]:
+            print(f"left out (incomplete or duplicate): {run.run_dir}: {'; '.join(run.problems)}", file=sys.stderr)
+    else:
+        tables, left_out = build_tables(runs, paper)
+        decimals = args.decimals if args.decimals is not None else auto_decimals(tables)
+        text = (render_markdown if args.format == "markdown" else render_latex)(tables, left_out, decimals)
+    if args.output:
+        with open(args.output, "w") as f:
+            f.write(text if text.endswith("\n") else text + "\n")
+    else:
+        print(text, end="" if text.endswith("\n") else "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

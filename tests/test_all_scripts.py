@@ -1,0 +1,213 @@
+"""End-to-end properties every algorithm script must have (parametrized over the scripts that exist).
+
+Each test runs a script for a few hundred steps in a subprocess (see tiny_run.py); together they check the
+evaluation protocol, reproducibility, checkpoint/resume, preemption, bad input and non-finite guards.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+
+from tiny_run import REPO_ROOT, TINY_EVALUATION_STEPS, TINY_FLAGS, read_csv, run_script
+
+SCRIPTS = [name for name in ("ppo_continuous.py", "eppo_continuous.py", "pfo_continuous.py", "cb_continuous.py",
+                             "ppo_drnd_continuous.py") if os.path.exists(os.path.join(REPO_ROOT, name))]
+
+
+def is_complete_script(script: str) -> bool:
+    with open(os.path.join(REPO_ROOT, script)) as f:
+        return 'if __name__ == "__main__":' in f.read()
+
+
+SCRIPTS = [s for s in SCRIPTS if is_complete_script(s)]
+
+
+def evaluation_rows(run_dir) -> list:
+    return [(int(r["global_step"]), int(r["task"])) for r in read_csv(os.path.join(run_dir, "evaluations.csv"))]
+
+
+@pytest.fixture(scope="module", params=SCRIPTS)
+def finished_run(request, tmp_path_factory):
+    """One tiny run per script, shared by the tests that only read its outputs."""
+    run_dir = tmp_path_factory.mktemp(request.param.replace(".py", "")) / "run"
+    result = run_script(request.param, run_dir)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return request.param, run_dir
+
+
+def test_tiny_run_writes_the_paper_protocol(finished_run):
+    script, run_dir = finished_run
+    assert evaluation_rows(run_dir) == TINY_EVALUATION_STEPS
+    rows = read_csv(os.path.join(run_dir, "evaluations.csv"))
+    for row in rows:
+        assert int(row["episodes"]) == 2
+        assert float(row["return_min"]) <= float(row["return_mean"]) <= float(row["return_max"])
+    plasticity = [(int(r["global_step"]), int(r["task"]), r["network"])
+                  for r in read_csv(os.path.join(run_dir, "plasticity.csv"))]
+    # step 0 and the end of both tasks, for the critic and the actor
+    assert plasticity == [(s, t, n) for s, t in [(0, 0), (256, 0), (512, 1)] for n in ("critic", "actor")]
+    with open(os.path.join(run_dir, "config.json")) as f:
+        config = json.load(f)
+    assert config["script"] == script and config["args"]["steps_per_task"] == 256 and config["total_steps"] == 512
+    with open(os.path.join(run_dir, "summary.json")) as f:
+        summary = json.load(f)
+    assert summary["status"] == "finished" and summary["global_step"] == 512 and summary["train_sps"] > 0
+
+
+def test_rerun_of_a_finished_run_exits_at_once(finished_run):
+    script, run_dir = finished_run
+    before = read_csv(os.path.join(run_dir, "evaluations.csv"))
+    result = run_script(script, run_dir)
+    assert result.returncode == 0 and "already holds a finished run" in result.stdout
+    assert read_csv(os.path.join(run_dir, "evaluations.csv")) == before
+
+
+def test_same_seed_gives_identical_evaluations(finished_run, tmp_path):
+    script, run_dir = finished_run
+    result = run_script(script, tmp_path / "again")
+    assert result.returncode == 0, result.stderr[-3000:]
+    with open(run_dir / "evaluations.csv") as a, open(tmp_path / "again" / "evaluations.csv") as b:
+        assert a.read() == b.read()
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_preempted_and_resumed_run_equals_straight_run(script, tmp_path):
+    """SIGTERM mid-run -> checkpoint + exit 75; re-running resumes to bit-identical parameters and evaluations."""
+    flags = ["--checkpoint-frequency", "128", "--steps-per-task", "512"]
+    straight = run_script(script, tmp_path / "straight", *flags)
+    assert straight.returncode == 0, straight.stderr[-3000:]
+
+    interrupted_dir = tmp_path / "interrupted"
+    command = [sys.executable, os.path.join(REPO_ROOT, script), "--run-dir", str(interrupted_dir), *TINY_FLAGS, *flags]
+    process = subprocess.Popen(command, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while not (interrupted_dir / "checkpoint.pt").exists() and time.time() < deadline and process.poll() is None:
+        time.sleep(0.05)
+    process.send_signal(signal.SIGTERM)
+    stdout, stderr = process.communicate(timeout=120)
+    assert process.returncode == 75, (stdout[-2000:], stderr[-2000:])
+    assert not (interrupted_dir / "summary.json").exists()
+    stopped_at = torch.load(interrupted_dir / "checkpoint.pt", weights_only=False)["global_step"]
+    assert 0 < stopped_at < 1024
+
+    resumed = run_script(script, interrupted_dir, *flags)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert f"resuming {interrupted_dir} from global_step {stopped_at}" in resumed.stdout
+    with open(tmp_path / "straight" / "evaluations.csv") as a, open(interrupted_dir / "evaluations.csv") as b:
+        assert a.read() == b.read()
+    final_a = torch.load(tmp_path / "straight" / "checkpoint.pt", weights_only=False)
+    final_b = torch.load(interrupted_dir / "checkpoint.pt", weights_only=False)
+    assert final_a["global_step"] == final_b["global_step"] == 1024
+    for network in ("actor", "critic"):
+        for name, tensor in final_a[network].items():
+            assert torch.equal(tensor, final_b[network][name]), f"{network}.{name} differs after resume"
+
+
+@pytest.mark.parametrize("script", SCRIPTS[:1])
+def test_truncated_checkpoint_falls_back_to_the_previous_one(script, tmp_path):
+    run_dir = tmp_path / "run"
+    flags = ["--checkpoint-frequency", "128", "--num-tasks", "1"]
+    assert run_script(script, run_dir, *flags).returncode == 0
+    reference = read_csv(run_dir / "evaluations.csv")
+    os.remove(run_dir / "summary.json")  # pretend the run died after its last checkpoint
+    previous_step = torch.load(run_dir / "checkpoint.prev.pt", weights_only=False)["global_step"]
+    with open(run_dir / "checkpoint.pt", "r+b") as f:
+        f.truncate(os.path.getsize(run_dir / "checkpoint.pt") // 2)
+    resumed = run_script(script, run_dir, *flags)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "unreadable" in resumed.stderr and f"from global_step {previous_step}" in resumed.stdout
+    assert read_csv(run_dir / "evaluations.csv") == reference
+
+
+BAD_INPUTS = [
+    (["--env-id", "Walker2d-v5"], "HalfCheetah-v5"),
+    (["--env-id", "Ant-v5", "--strategy", "cross-v1"], "cross"),
+    (["--experiment", "slippery", "--strategy", "sideways"], "increasing"),
+    (["--steps-per-task", "0"], "--steps-per-task"),
+    (["--steps-per-task", "-5"], "--steps-per-task"),
+    (["--num-tasks", "10"], "--num-tasks"),
+    (["--minibatch-size", "100"], "--minibatch-size"),
+    (["--eval-episodes", "0"], "--eval-episodes"),
+    (["--learning-rate", "-1e-3"], "--learning-rate"),
+]
+
+
+@pytest.mark.parametrize("flags, expected", BAD_INPUTS, ids=[" ".join(f) for f, _ in BAD_INPUTS])
+def test_bad_input_is_rejected_with_a_message_naming_the_choices(flags, expected, tmp_path):
+    result = run_script(SCRIPTS[0], tmp_path / "run", *flags, timeout=120)
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert expected in result.stderr and "Traceback" not in result.stderr
+    assert not (tmp_path / "run" / "evaluations.csv").exists()
+
+
+def test_run_dir_with_a_different_config_is_refused_unless_overwrite(finished_run):
+    script, run_dir = finished_run
+    refused = run_script(script, run_dir, "--seed", "7")
+    assert refused.returncode == 2 and "--overwrite" in refused.stderr and "seed" in refused.stderr
+    assert (run_dir / "summary.json").exists()
+
+
+def test_overwrite_replaces_a_run_with_a_different_config(tmp_path):
+    run_dir = tmp_path / "run"
+    assert run_script(SCRIPTS[0], run_dir, "--num-tasks", "1").returncode == 0
+    result = run_script(SCRIPTS[0], run_dir, "--num-tasks", "1", "--seed", "7", "--overwrite")
+    assert result.returncode == 0, result.stderr[-2000:]
+    with open(run_dir / "config.json") as f:
+        assert json.load(f)["args"]["seed"] == 7
+
+
+def test_unwritable_run_dir_fails_at_start(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    result = run_script(SCRIPTS[0], blocker / "run", timeout=120)
+    assert result.returncode == 2 and "not writable" in result.stderr
+
+
+NONFINITE_PATCH = """
+import runpy, sys, torch
+calls = [0]
+original = torch.nn.utils.clip_grad_norm_
+def faulty(parameters, max_norm, *a, **k):
+    norm = original(parameters, max_norm, *a, **k)
+    calls[0] += 1
+    return norm * float("nan") if calls[0] <= {bad_calls} else norm
+torch.nn.utils.clip_grad_norm_ = faulty
+sys.argv = sys.argv[1:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
+def run_with_nonfinite_gradients(script, run_dir, bad_calls, *flags):
+    command = [sys.executable, "-c", NONFINITE_PATCH.replace("{bad_calls}", str(bad_calls)),
+               os.path.join(REPO_ROOT, script), "--run-dir", str(run_dir), *TINY_FLAGS, *flags]
+    return subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
+
+
+def test_nonfinite_gradients_are_skipped_and_counted(tmp_path):
+    result = run_with_nonfinite_gradients(SCRIPTS[0], tmp_path / "run", 3, "--num-tasks", "1")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "skipped 2 minibatch step(s) with non-finite" in result.stderr  # clip_grad_norm_ runs twice per step
+    with open(tmp_path / "run" / "summary.json") as f:
+        assert json.load(f)["nonfinite_skips"] == 2
+
+
+def test_persistent_nonfinite_gradients_stop_with_a_checkpoint(tmp_path):
+    result = run_with_nonfinite_gradients(SCRIPTS[0], tmp_path / "run", 10**9, "--max-nonfinite-skips", "5")
+    assert result.returncode == 3, result.stderr[-3000:]
+    assert "5 consecutive minibatch steps had a non-finite" in result.stderr
+    assert not (tmp_path / "run" / "summary.json").exists()
+    stopped = torch.load(tmp_path / "run" / "checkpoint.pt", weights_only=False)
+    # A run that ends before its first update saves the initial networks of the same seed: every step was
+    # skipped, so the stopped run's networks must be exactly those (the last finite state).
+    untrained = run_script(SCRIPTS[0], tmp_path / "untrained", "--num-tasks", "1", "--steps-per-task", "128")
+    assert untrained.returncode == 0, untrained.stderr[-2000:]
+    initial = torch.load(tmp_path / "untrained" / "checkpoint.pt", weights_only=False)
+    for network in ("actor", "critic"):
+        for name, tensor in initial[network].items():
+            assert torch.equal(tensor, stopped[network][name])

@@ -1,0 +1,145 @@
+"""scripts/sweep.sh + scripts/runlist.py + scripts/run_one.sh, against tests/fake_algorithm.py and one real tiny run."""
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from scripts import runlist, summarize
+
+REPO_ROOT = runlist.REPO_ROOT
+SWEEP = os.path.join(REPO_ROOT, "scripts", "sweep.sh")
+FAKE = os.path.join(REPO_ROOT, "tests", "fake_algorithm.py")
+PY = sys.executable
+TINY_FLAGS = ["--steps-per-task", "256", "--num-tasks", "2", "--num-steps", "128", "--minibatch-size", "64",
+              "--update-epochs", "1", "--eval-frequency", "128", "--eval-episodes", "1", "--max-episode-steps", "50",
+              "--no-cuda"]  # fmt: skip
+
+
+@pytest.fixture
+def fake_scripts(tmp_path):
+    """A scripts dir whose ppo_continuous.py / eppo_continuous.py are the fake algorithm."""
+    directory = tmp_path / "algorithms"
+    directory.mkdir()
+    for name in ("ppo_continuous.py", "eppo_continuous.py"):
+        shutil.copy(FAKE, directory / name)
+    return str(directory)
+
+
+def sweep(*args, env=None, **kwargs):
+    environment = {**os.environ, "EPPO_TOOLS_PYTHON": PY, **(env or {})}
+    return subprocess.run(["bash", SWEEP, *args], capture_output=True, text=True, env=environment, timeout=120, **kwargs)
+
+
+def test_dry_run_lists_the_expected_commands(tmp_path):
+    root = str(tmp_path / "root")
+    result = sweep("--methods", "PPO,EPPO_ind", "--settings", "paralysis/HalfCheetah/back-one,slippery/Ant/increasing",
+                   "--seeds", "1-2", "--root", root, "--python", "py", "--gpus", "0,1", "--dry-run", "--", "--num-envs", "2")  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    ppo, eppo = os.path.join(REPO_ROOT, "ppo_continuous.py"), os.path.join(REPO_ROOT, "eppo_continuous.py")
+    expected = []
+    for setting, env_id, kappa in (("paralysis/HalfCheetah/back-one", "HalfCheetah-v5", "0.01"), ("slippery/Ant/increasing", "Ant-v5", "0.25")):
+        experiment, _, strategy = setting.split("/")
+        for script, method, flags in ((ppo, "PPO", ""), (eppo, "EPPO_ind", f" --variant ind --kappa {kappa}")):  # paper_kappa.csv
+            for seed in (1, 2):
+                run_dir = os.path.join(root, setting, method, f"seed{seed}")
+                expected.append(f"py {script} --env-id {env_id} --experiment {experiment} --strategy {strategy}{flags} "
+                                f"--seed {seed} --run-dir {run_dir} --num-envs 2")  # fmt: skip
+    gpus = ["0", "1"] * 4
+    assert result.stdout.splitlines() == [f"CUDA_VISIBLE_DEVICES={g} {c}" for g, c in zip(gpus, expected)]
+    assert "8 runs: 0 already finished (skipped), 8 to run with 2 worker(s)" in result.stderr
+
+
+def test_all_settings_and_kappa_override():
+    runs = runlist.build_runs(["EPPO_cor"], runlist.select_settings(all_settings=True), [1], "/r", kappa=0.5)
+    assert len(runs) == 14 and all(run.argv[run.argv.index("--kappa") + 1] == "0.5" for run in runs)
+    settings = runlist.select_settings(experiments="paralysis", envs="HalfCheetah")
+    assert [s.strategy for s in settings] == ["back-one", "front-one", "cross-v1", "cross-v2"]
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--methods", "PPO,SAC", "--all"], "unknown method 'SAC'; valid: PPO, PFO, CB, PPO_DRND, EPPO_mean, EPPO_cor, EPPO_ind"),
+        (["--settings", "paralysis/Hopper/back-one"], "unknown env 'Hopper'; valid: Ant, HalfCheetah"),
+        (["--all", "--seeds", "3-1"], "seed range '3-1' is empty"),
+        (["--all", "--workers", "0"], "--workers must be a positive integer"),
+        (["--all", "--", "--seed", "4"], "extra flag '--seed' is set by the sweep itself"),
+        (["--methods", "EPPO_cor", "--settings", "paralysis/Ant/my-own"], "EPPO_cor needs --kappa for paralysis/Ant/my-own"),
+    ],
+)
+def test_invalid_arguments_exit_2_with_the_valid_choices(tmp_path, args, message):
+    result = sweep(*args, "--root", str(tmp_path), "--dry-run")
+    assert result.returncode == 2
+    assert message in result.stderr
+
+
+def test_tiny_sweep_finishes_and_relaunch_skips(tmp_path, fake_scripts):
+    root = str(tmp_path / "root")
+    args = ["--methods", "PPO", "--settings", "paralysis/HalfCheetah/back-one", "--seeds", "1-2", "--root", root,
+            "--scripts-dir", fake_scripts, "--python", PY, "--workers", "2"]  # fmt: skip
+    first = sweep(*args)
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert "2 finished now, 0 already finished, 0 failed" in first.stdout
+    runs = summarize.load_runs(root)
+    assert [(r.seed, r.complete) for r in runs] == [(1, True), (2, True)]
+    assert runs[0].aulc == pytest.approx(10 + (0 + 128 + 256 + 384 + 512) / 5 / 100)  # fake: 10 * seed + step / 100
+    log = os.path.join(runs[0].run_dir, "stdout.log")
+    assert "ready: seed=1" in open(log).read()
+    size = os.path.getsize(log)
+
+    second = sweep(*args)
+    assert second.returncode == 0
+    assert "0 finished now, 2 already finished" in second.stdout
+    assert os.path.getsize(log) == size  # nothing was started again
+
+
+def test_failed_run_is_reported_and_preempted_run_retried(tmp_path, fake_scripts):
+    root = str(tmp_path / "root")
+    result = sweep("--methods", "PPO", "--settings", "paralysis/HalfCheetah/back-one", "--seeds", "1,2", "--root", root,
+                   "--scripts-dir", fake_scripts, "--python", PY, "--workers", "2",
+                   env={"FAKE_FAIL_SEEDS": "2", "FAKE_PREEMPT_ONCE": "1"})  # fmt: skip
+    assert result.returncode == 1
+    seed1, seed2 = (runlist.run_dir(root, runlist.Setting("paralysis", "HalfCheetah", "back-one"), "PPO", s) for s in (1, 2))
+    assert f"preempted (exit 75), retrying once: {seed1}" in result.stdout
+    assert f"FAILED exit 3: {seed2} (log: {seed2}/stderr.log)" in result.stdout
+    assert "1 finished now, 0 already finished, 1 failed" in result.stdout
+    assert os.path.isfile(os.path.join(seed1, "summary.json")) and not os.path.exists(os.path.join(seed2, "summary.json"))
+    assert "too many non-finite steps (fake)" in open(os.path.join(seed2, "stderr.log")).read()
+
+
+def test_sigterm_stops_the_sweep_and_relaunch_resumes(tmp_path, fake_scripts):
+    root = str(tmp_path / "root")
+    args = ["bash", SWEEP, "--methods", "PPO", "--settings", "paralysis/HalfCheetah/back-one", "--seeds", "1-3",
+            "--root", root, "--scripts-dir", fake_scripts, "--python", PY, "--workers", "2"]  # fmt: skip
+    process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env={**os.environ, "EPPO_TOOLS_PYTHON": PY, "FAKE_SLEEP": "60"})  # fmt: skip
+    logs = [os.path.join(root, "paralysis/HalfCheetah/back-one/PPO", f"seed{s}", "stdout.log") for s in (1, 2)]
+    deadline = time.time() + 60
+    while not all(os.path.exists(p) and "ready" in open(p).read() for p in logs):  # both runs installed their handler
+        assert time.time() < deadline and process.poll() is None
+        time.sleep(0.1)
+    process.send_signal(signal.SIGTERM)
+    stdout, _ = process.communicate(timeout=30)
+    assert process.returncode == 75
+    assert "0 failed, 2 preempted, 1 not started" in stdout
+
+    resumed = sweep(*args[2:])
+    assert resumed.returncode == 0
+    assert "3 finished now, 0 already finished" in resumed.stdout
+
+
+def test_real_tiny_ppo_run(tmp_path):
+    """One real ppo_continuous.py run through the sweep (CONTRACT's tiny configuration)."""
+    root = str(tmp_path / "root")
+    result = sweep("--methods", "PPO", "--settings", "paralysis/HalfCheetah/back-one", "--seeds", "1", "--root", root,
+                   "--python", PY, "--", *TINY_FLAGS)  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    (run,) = summarize.load_runs(root)
+    assert run.complete, run.problems
+    assert (run.method, run.num_tasks, run.steps_per_task) == ("PPO", 2, 256)
+    assert len(run.evaluations) == 5  # steps 0, 128, 256, 384, 512

@@ -1,0 +1,32 @@
+"""Shared helpers for end-to-end tests: run an algorithm script for a few hundred steps in a subprocess."""
+
+import csv
+import os
+import subprocess
+import sys
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# Two HalfCheetah paralysis tasks of 256 steps, two updates per task, 50-step episodes: a few seconds of CPU.
+TINY_FLAGS = (
+    "--env-id", "HalfCheetah-v5", "--experiment", "paralysis", "--strategy", "back-one",
+    "--steps-per-task", "256", "--num-tasks", "2", "--num-steps", "128", "--minibatch-size", "64",
+    "--update-epochs", "2", "--eval-frequency", "128", "--eval-episodes", "2", "--max-episode-steps", "50",
+    "--no-cuda",
+)
+# evaluation_steps(256, 2, 128): step 0, every 128 steps, task ends at 256 and 512; the task column is the
+# task that was just trained on.
+TINY_EVALUATION_STEPS = [(0, 0), (128, 0), (256, 0), (384, 1), (512, 1)]
+
+
+def run_script(script: str, run_dir, *extra_flags, tiny: bool = True, timeout: float = 300, env=None):
+    """Run ``script`` (a file name at the repository root) with the tiny flags plus ``extra_flags``."""
+    command = [sys.executable, os.path.join(REPO_ROOT, script), "--run-dir", str(run_dir)]
+    command += list(TINY_FLAGS if tiny else ()) + [str(flag) for flag in extra_flags]
+    return subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, **(env or {})})
+
+
+def read_csv(path) -> list:
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
