@@ -276,7 +276,7 @@ def gaussian_entropy(log_std: torch.Tensor) -> torch.Tensor:
 
 def nig_nll(y: torch.Tensor, omega: torch.Tensor, nu: torch.Tensor, alpha: torch.Tensor,
             beta: torch.Tensor) -> torch.Tensor:
-    """Elementwise negative log marginal likelihood -log St(y | omega, beta(1+nu)/(nu alpha), 2 alpha).
+    """EPPO: elementwise negative log marginal likelihood -log St(y | omega, beta(1+nu)/(nu alpha), 2 alpha).
 
     Paper Eq. (loss_nll) with Omega = 2 beta (1 + nu):
         0.5 log(pi/nu) - alpha log Omega + (alpha + 1/2) log((y - omega)^2 nu + Omega)
@@ -301,7 +301,7 @@ def nig_log_hyperprior(omega: torch.Tensor, nu: torch.Tensor, alpha: torch.Tenso
                        omega_loc: float = 0.0, omega_scale: float = 100.0, nu_shape: float = 5.0, nu_rate: float = 1.0,
                        alpha_shape: float = 5.0, alpha_rate: float = 1.0, beta_shape: float = 5.0,
                        beta_rate: float = 1.0) -> torch.Tensor:
-    """Elementwise log p(m) of the hyperpriors (paper Sec. 3.1 and Table tab:shared_hyperparameters).
+    """EPPO: elementwise log p(m) of the hyperpriors (paper Sec. 3.1 and Table tab:shared_hyperparameters).
 
     log N(omega | omega_loc, omega_scale^2) + log Gam(nu | 5, 1) + log Gam(alpha - 1 | 5, 1)
     + log Gam(beta | 5, 1); the alpha prior is shifted by +1 (table footnote) so alpha > 1.
@@ -315,13 +315,13 @@ def nig_log_hyperprior(omega: torch.Tensor, nu: torch.Tensor, alpha: torch.Tenso
 
 
 def nig_variance_split(nu: torch.Tensor, alpha: torch.Tensor, beta: torch.Tensor) -> tuple:
-    """(aleatoric, epistemic) variance of the value: E[sigma^2] = beta/(alpha-1), var[mu] = beta/(nu(alpha-1))."""
+    """EPPO: (aleatoric, epistemic) variance of the value: E[sigma^2] = beta/(alpha-1), var[mu] = beta/(nu(alpha-1))."""
     aleatoric = beta / (alpha - 1.0)
     return aleatoric, aleatoric / nu
 
 
 def nig_value_variance(nu: torch.Tensor, alpha: torch.Tensor, beta: torch.Tensor) -> torch.Tensor:
-    """var[V] = beta/(alpha-1) * (1 + 1/nu), the law of total variance in paper Sec. 3.1."""
+    """EPPO: var[V] = beta/(alpha-1) * (1 + 1/nu), the law of total variance in paper Sec. 3.1."""
     aleatoric, epistemic = nig_variance_split(nu, alpha, beta)
     return aleatoric + epistemic
 
@@ -386,7 +386,9 @@ class RunningMeanStd:
         self.count = epsilon
 
     def update(self, batch: np.ndarray) -> None:
-        batch_mean, batch_var, batch_count = batch.mean(axis=0), batch.var(axis=0), batch.shape[0]
+        batch_count = batch.shape[0]
+        # np.var costs ~20 us per call; with one env per step the batch variance is simply 0
+        batch_mean, batch_var = (batch[0], 0.0) if batch_count == 1 else (batch.mean(axis=0), batch.var(axis=0))
         delta = batch_mean - self.mean
         total = self.count + batch_count
         self.mean = self.mean + delta * batch_count / total
@@ -395,7 +397,8 @@ class RunningMeanStd:
 
     def normalize(self, x: np.ndarray, clip: float) -> np.ndarray:
         """Observation normalization with the current statistics, clipped to +-clip (gymnasium's convention)."""
-        return np.clip((x - self.mean) / np.sqrt(self.var + 1e-8), -clip, clip).astype(np.float32)
+        normalized = ((x - self.mean) / np.sqrt(self.var + 1e-8)).astype(np.float32)
+        return np.minimum(np.maximum(normalized, -clip), clip)  # np.clip's Python wrapper costs more than both
 
     def state_dict(self) -> dict:
         return {"mean": self.mean.copy(), "var": self.var.copy(), "count": self.count}
@@ -414,6 +417,38 @@ def evaluation_steps(steps_per_task: int, num_tasks: int, eval_frequency: int) -
 def evaluated_task(global_step: int, steps_per_task: int) -> int:
     """The task an evaluation at ``global_step`` measures: the task of the step that was just taken."""
     return max(global_step - 1, 0) // steps_per_task
+
+
+def evaluate_policy(actor: Actor, eval_envs: list, task: int, obs_rms: RunningMeanStd, args: Args, device,
+                    max_states: int = 0):
+    """Run one episode per evaluation env with the deterministic (mean) action, on ``task``, with the observation
+    statistics frozen; env i is reset with seed + 100 + i (paper, Appendix B), so an evaluation is a function of
+    the policy and the statistics only. Returns the undiscounted returns, episode lengths and up to
+    ``max_states`` normalized states spread evenly over the episodes (for the plasticity metrics)."""
+    frozen_rms = copy.deepcopy(obs_rms)
+    for env in eval_envs:
+        env.get_wrapper_attr("set_task")(task)
+    obs = np.stack([env.unwrapped.reset(seed=args.seed + 100 + i)[0] for i, env in enumerate(eval_envs)])
+    low, high = eval_envs[0].action_space.low, eval_envs[0].action_space.high
+    returns, lengths = np.zeros(len(eval_envs)), np.zeros(len(eval_envs), dtype=np.int64)
+    running = np.ones(len(eval_envs), dtype=bool)
+    visited = []
+    stride = max(1, math.ceil(len(eval_envs) * args.max_episode_steps / max(max_states, 1)))
+    with torch.inference_mode():
+        for t in range(args.max_episode_steps):
+            if not running.any():
+                break
+            obs_norm = frozen_rms.normalize(obs, args.normalization_clip)
+            if max_states and t % stride == 0:
+                visited.append(obs_norm[running])
+            actions = np.clip(actor(torch.from_numpy(obs_norm).to(device)).cpu().numpy(), low, high)
+            for i in np.flatnonzero(running):
+                obs[i], reward, terminated, _, _ = eval_envs[i].unwrapped.step(actions[i])
+                returns[i] += reward
+                lengths[i] += 1
+                running[i] = not terminated and lengths[i] < args.max_episode_steps
+    states = np.concatenate(visited)[:max_states] if visited else np.zeros((0, obs.shape[1]), np.float32)
+    return returns, lengths, states
 
 
 def validate_args(args: Args) -> None:
@@ -719,31 +754,9 @@ if __name__ == "__main__":
         """The paper's protocol: deterministic actions, frozen normalization, envs on the evaluated task."""
         eval_start = time.perf_counter()
         task = evaluated_task(step, args.steps_per_task)
-        frozen_rms = copy.deepcopy(obs_rms)
-        for i, env in enumerate(eval_envs):
-            env.get_wrapper_attr("set_task")(task)
-        obs = np.stack([env.unwrapped.reset(seed=args.seed + 100 + i)[0] for i, env in enumerate(eval_envs)])
-        returns, lengths = np.zeros(len(eval_envs)), np.zeros(len(eval_envs), dtype=np.int64)
-        running = np.ones(len(eval_envs), dtype=bool)
         measure_plasticity = step == 0 or step % args.steps_per_task == 0
-        visited = []
-        stride = max(1, math.ceil(args.eval_episodes * args.max_episode_steps / args.plasticity_states))
-        with torch.inference_mode():
-            for t in range(args.max_episode_steps):
-                if not running.any():
-                    break
-                obs_norm = frozen_rms.normalize(obs, args.normalization_clip)
-                if measure_plasticity and t % stride == 0:
-                    visited.append(obs_norm[running])
-                actions = actor(torch.from_numpy(obs_norm).to(device)).cpu().numpy()
-                actions = np.clip(actions, action_low, action_high)
-                for i in np.flatnonzero(running):
-                    next_obs, reward, terminated, _, _ = eval_envs[i].unwrapped.step(actions[i])
-                    returns[i] += reward
-                    lengths[i] += 1
-                    obs[i] = next_obs
-                    if terminated or lengths[i] >= args.max_episode_steps:
-                        running[i] = False
+        returns, lengths, visited = evaluate_policy(actor, eval_envs, task, obs_rms, args, device,
+                                                    args.plasticity_states if measure_plasticity else 0)
         evaluations_log.write([step, task, len(returns), returns.mean(), returns.std(), returns.min(), returns.max()])
         writer.add_scalar("eval/episodic_return", returns.mean(), step)
         writer.add_scalar("eval/episodic_length", lengths.mean(), step)
@@ -753,7 +766,7 @@ if __name__ == "__main__":
         (progress.write if progress else print)(message)
         if measure_plasticity:
             plasticity_start = time.perf_counter()
-            states = torch.from_numpy(np.concatenate(visited)[: args.plasticity_states]).to(device)
+            states = torch.from_numpy(visited).to(device)
             with torch.inference_mode():
                 for network_name, network in (("critic", critic), ("actor", actor)):
                     activations = network.hidden_activations(states)
@@ -817,60 +830,61 @@ if __name__ == "__main__":
         action_std = torch.exp(log_std)
         task_ended = False
         steps_collected = 0
-        for step in range(args.num_steps):
-            step_task = global_step // args.steps_per_task
-            if step_task != task_index:
-                task_index = step_task
-                for env in envs:
-                    env.get_wrapper_attr("set_task")(task_index)
-                writer.add_scalar("task/index", task_index, global_step)
-                progress.write(f"step {global_step}: task {task_index} "
-                               f"({envs[0].get_wrapper_attr('task_description')()})")
-            obs_buffer[step] = obs
-            with torch.inference_mode():
+        # one inference-mode context for the whole rollout: entering it per step costs ~20 us
+        with torch.inference_mode():
+            for step in range(args.num_steps):
+                step_task = global_step // args.steps_per_task
+                if step_task != task_index:
+                    task_index = step_task
+                    for env in envs:
+                        env.get_wrapper_attr("set_task")(task_index)
+                    writer.add_scalar("task/index", task_index, global_step)
+                    progress.write(f"step {global_step}: task {task_index} "
+                                   f"({envs[0].get_wrapper_attr('task_description')()})")
+                obs_buffer[step] = obs
                 mean = actor(torch.from_numpy(obs).to(device))
                 action = (mean + action_std * torch.randn_like(mean)).cpu().numpy()
-            actions_buffer[step] = action
-            clipped_action = np.clip(action, action_low, action_high)
-            global_step += args.num_envs
-            for i, env in enumerate(envs):
-                next_raw_obs, reward, terminated, _, _ = env.unwrapped.step(clipped_action[i])
-                episode_return[i] += reward
-                episode_length[i] += 1
-                # gymnasium's NormalizeReward: scale by the std of the discounted return, reset only on termination
-                discounted_return[i] = discounted_return[i] * args.gamma * (1.0 - terminated) + reward
-                rewards_buffer[step, i] = reward
-                terminations_buffer[step, i] = terminated
-                done = terminated or episode_length[i] >= args.max_episode_steps
-                dones_buffer[step, i] = done
-                raw_obs[i] = next_raw_obs
-                if done:
-                    # The env restarts in the same step, so the buffer holds no junk transition; the true final
-                    # observation is kept for next_obs_buffer (a truncation bootstraps from its value).
-                    final_raw_obs[i] = next_raw_obs
-                    writer.add_scalar("charts/episodic_return", episode_return[i], global_step)
-                    writer.add_scalar("charts/episodic_length", episode_length[i], global_step)
-                    episode_return[i], episode_length[i] = 0.0, 0
-                    raw_obs[i] = env.unwrapped.reset()[0]
-            return_rms.update(discounted_return)
-            rewards_buffer[step] = np.clip(rewards_buffer[step] / np.sqrt(return_rms.var + 1e-8),
-                                           -args.normalization_clip, args.normalization_clip)
-            obs_rms.update(raw_obs)
-            obs = obs_rms.normalize(raw_obs, args.normalization_clip)
-            next_obs_buffer[step] = obs
-            for i, final in final_raw_obs.items():
-                next_obs_buffer[step, i] = obs_rms.normalize(final, args.normalization_clip)
-            final_raw_obs.clear()
-            if args.save_states and (global_step // args.num_envs) % args.save_states_every == 0:
-                saved_states.append(raw_obs.astype(np.float16))
-                saved_state_steps.append(np.full(args.num_envs, global_step))
-            steps_collected += 1
-            if eval_points and global_step >= eval_points[0]:
-                progress.update(global_step - progress.n)
-                task_ended |= global_step % args.steps_per_task == 0
-                evaluate(eval_points.pop(0))
-            if global_step >= total_steps:
-                break
+                actions_buffer[step] = action
+                clipped_action = np.clip(action, action_low, action_high)
+                global_step += args.num_envs
+                for i, env in enumerate(envs):
+                    next_raw_obs, reward, terminated, _, _ = env.unwrapped.step(clipped_action[i])
+                    episode_return[i] += reward
+                    episode_length[i] += 1
+                    # gymnasium's NormalizeReward: scale by the std of the discounted return, reset only on termination
+                    discounted_return[i] = discounted_return[i] * args.gamma * (1.0 - terminated) + reward
+                    rewards_buffer[step, i] = reward
+                    terminations_buffer[step, i] = terminated
+                    done = terminated or episode_length[i] >= args.max_episode_steps
+                    dones_buffer[step, i] = done
+                    raw_obs[i] = next_raw_obs
+                    if done:
+                        # The env restarts in the same step, so the buffer holds no junk transition; the true final
+                        # observation is kept for next_obs_buffer (a truncation bootstraps from its value).
+                        final_raw_obs[i] = next_raw_obs
+                        writer.add_scalar("charts/episodic_return", episode_return[i], global_step)
+                        writer.add_scalar("charts/episodic_length", episode_length[i], global_step)
+                        episode_return[i], episode_length[i] = 0.0, 0
+                        raw_obs[i] = env.unwrapped.reset()[0]
+                return_rms.update(discounted_return)
+                scaled_reward = rewards_buffer[step] / np.sqrt(return_rms.var + 1e-8)
+                rewards_buffer[step] = np.minimum(np.maximum(scaled_reward, -args.normalization_clip), args.normalization_clip)
+                obs_rms.update(raw_obs)
+                obs = obs_rms.normalize(raw_obs, args.normalization_clip)
+                next_obs_buffer[step] = obs
+                for i, final in final_raw_obs.items():
+                    next_obs_buffer[step, i] = obs_rms.normalize(final, args.normalization_clip)
+                final_raw_obs.clear()
+                if args.save_states and (global_step // args.num_envs) % args.save_states_every == 0:
+                    saved_states.append(raw_obs.astype(np.float16))
+                    saved_state_steps.append(np.full(args.num_envs, global_step))
+                steps_collected += 1
+                if eval_points and global_step >= eval_points[0]:
+                    progress.update(global_step - progress.n)
+                    task_ended |= global_step % args.steps_per_task == 0
+                    evaluate(eval_points.pop(0))
+                if global_step >= total_steps:
+                    break
         progress.update(global_step - progress.n)
         if steps_collected < args.num_steps or global_step >= total_steps:
             break  # the run ends with this rollout; an update would not be evaluated any more

@@ -1,10 +1,11 @@
 """Plasticity metrics of the EPPO paper (Section 4, "Plasticity preservation analysis"; Appendix
 "Plasticity preservation analysis").
 
-Pure functions on torch tensors that return Python numbers. The algorithm scripts call them at the
-end of every task on the critic's and actor's penultimate-layer features (plasticity.csv columns
-effective_rank, stable_rank, dormant_percent) and log max_abs_gradient as the paper's gradient
-diagnostic. Every computation runs in float64 on the tensor's own device and uses one SVD.
+Pure functions on torch tensors that return Python numbers. The algorithm scripts call them at step 0
+and at the end of every task for the critic and the actor (plasticity.csv columns effective_rank and
+stable_rank of the penultimate-layer features, dormant_percent over all hidden layers) and log
+max_abs_gradient as the paper's gradient diagnostic. Computations run in float64 on the tensor's own
+device; each rank costs one SVD (torch.linalg.svdvals).
 
 Degenerate-input conventions (chosen so that no metric returns NaN for finite input):
 - a matrix without any non-zero singular value (all-zero features) has effective rank 0.0 and
@@ -149,8 +150,8 @@ def tau_dormant_unit_percentage(
     mean of |activation| normalised by the layer's mean over units) and is tau-dormant if
     s_i <= tau. Default tau = 0.0, the default threshold of the authors' code (dopamine/labs/redo,
     BaseRecycler.dead_neurons_threshold); their recycling experiments also use positive tau such as
-    0.025 or 0.1. With tanh activations tau = 0 only counts units that are exactly zero on the
-    whole batch; the paper's own metric is dormant_unit_percentage.
+    0.025 or 0.1. With ReLU (this repository's networks) tau = 0 counts the units that output
+    exactly zero on the whole batch; the EPPO paper's own metric is dormant_unit_percentage.
 
     A layer whose activations are all zero has no normalising mean; all its units count as
     dormant (score 0), as in the authors' code, which adds 1e-9 to the denominator.

@@ -284,6 +284,38 @@ def evaluated_task(global_step: int, steps_per_task: int) -> int:
     return max(global_step - 1, 0) // steps_per_task
 
 
+def evaluate_policy(actor: Actor, eval_envs: list, task: int, obs_rms: RunningMeanStd, args: Args, device,
+                    max_states: int = 0):
+    """Run one episode per evaluation env with the deterministic (mean) action, on ``task``, with the observation
+    statistics frozen; env i is reset with seed + 100 + i (paper, Appendix B), so an evaluation is a function of
+    the policy and the statistics only. Returns the undiscounted returns, episode lengths and up to
+    ``max_states`` normalized states spread evenly over the episodes (for the plasticity metrics)."""
+    frozen_rms = copy.deepcopy(obs_rms)
+    for env in eval_envs:
+        env.get_wrapper_attr("set_task")(task)
+    obs = np.stack([env.unwrapped.reset(seed=args.seed + 100 + i)[0] for i, env in enumerate(eval_envs)])
+    low, high = eval_envs[0].action_space.low, eval_envs[0].action_space.high
+    returns, lengths = np.zeros(len(eval_envs)), np.zeros(len(eval_envs), dtype=np.int64)
+    running = np.ones(len(eval_envs), dtype=bool)
+    visited = []
+    stride = max(1, math.ceil(len(eval_envs) * args.max_episode_steps / max(max_states, 1)))
+    with torch.inference_mode():
+        for t in range(args.max_episode_steps):
+            if not running.any():
+                break
+            obs_norm = frozen_rms.normalize(obs, args.normalization_clip)
+            if max_states and t % stride == 0:
+                visited.append(obs_norm[running])
+            actions = np.clip(actor(torch.from_numpy(obs_norm).to(device)).cpu().numpy(), low, high)
+            for i in np.flatnonzero(running):
+                obs[i], reward, terminated, _, _ = eval_envs[i].unwrapped.step(actions[i])
+                returns[i] += reward
+                lengths[i] += 1
+                running[i] = not terminated and lengths[i] < args.max_episode_steps
+    states = np.concatenate(visited)[:max_states] if visited else np.zeros((0, obs.shape[1]), np.float32)
+    return returns, lengths, states
+
+
 def validate_args(args: Args) -> None:
     """Reject a bad configuration up front, with a message that names the flag and the valid range."""
     try:
@@ -561,31 +593,9 @@ if __name__ == "__main__":
         """The paper's protocol: deterministic actions, frozen normalization, envs on the evaluated task."""
         eval_start = time.perf_counter()
         task = evaluated_task(step, args.steps_per_task)
-        frozen_rms = copy.deepcopy(obs_rms)
-        for i, env in enumerate(eval_envs):
-            env.get_wrapper_attr("set_task")(task)
-        obs = np.stack([env.unwrapped.reset(seed=args.seed + 100 + i)[0] for i, env in enumerate(eval_envs)])
-        returns, lengths = np.zeros(len(eval_envs)), np.zeros(len(eval_envs), dtype=np.int64)
-        running = np.ones(len(eval_envs), dtype=bool)
         measure_plasticity = step == 0 or step % args.steps_per_task == 0
-        visited = []
-        stride = max(1, math.ceil(args.eval_episodes * args.max_episode_steps / args.plasticity_states))
-        with torch.inference_mode():
-            for t in range(args.max_episode_steps):
-                if not running.any():
-                    break
-                obs_norm = frozen_rms.normalize(obs, args.normalization_clip)
-                if measure_plasticity and t % stride == 0:
-                    visited.append(obs_norm[running])
-                actions = actor(torch.from_numpy(obs_norm).to(device)).cpu().numpy()
-                actions = np.clip(actions, action_low, action_high)
-                for i in np.flatnonzero(running):
-                    next_obs, reward, terminated, _, _ = eval_envs[i].unwrapped.step(actions[i])
-                    returns[i] += reward
-                    lengths[i] += 1
-                    obs[i] = next_obs
-                    if terminated or lengths[i] >= args.max_episode_steps:
-                        running[i] = False
+        returns, lengths, visited = evaluate_policy(actor, eval_envs, task, obs_rms, args, device,
+                                                    args.plasticity_states if measure_plasticity else 0)
         evaluations_log.write([step, task, len(returns), returns.mean(), returns.std(), returns.min(), returns.max()])
         writer.add_scalar("eval/episodic_return", returns.mean(), step)
         writer.add_scalar("eval/episodic_length", lengths.mean(), step)
@@ -595,7 +605,7 @@ if __name__ == "__main__":
         (progress.write if progress else print)(message)
         if measure_plasticity:
             plasticity_start = time.perf_counter()
-            states = torch.from_numpy(np.concatenate(visited)[: args.plasticity_states]).to(device)
+            states = torch.from_numpy(visited).to(device)
             with torch.inference_mode():
                 for network_name, network in (("critic", critic), ("actor", actor)):
                     activations = network.hidden_activations(states)

@@ -283,6 +283,7 @@ def make_parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     parser.add_argument("--scripts-dir", default=REPO_ROOT, help="directory holding the algorithm scripts (default: repo root)")
     parser.add_argument("--pending", action="store_true", help="list only runs without summary.json")
+    parser.add_argument("--show-root", action="store_true", help="print the absolute --root and exit (for the shell scripts)")
     return parser
 
 
@@ -293,6 +294,9 @@ def main(argv: list[str] | None = None) -> int:
         cut = argv.index("--")
         argv, extra = argv[:cut], argv[cut + 1 :]
     args = make_parser().parse_args(argv)
+    if args.show_root:
+        print(os.path.abspath(args.root))
+        return 0
     try:
         if args.kappa is not None and args.kappa < 0:
             raise RunListError(f"--kappa must be >= 0, got {args.kappa}")

@@ -211,3 +211,18 @@ def test_persistent_nonfinite_gradients_stop_with_a_checkpoint(tmp_path):
     for network in ("actor", "critic"):
         for name, tensor in initial[network].items():
             assert torch.equal(tensor, stopped[network][name])
+
+
+def test_saved_policy_reproduces_the_last_evaluation(finished_run):
+    """scripts/evaluate.py with the final checkpoint gives exactly the run's last evaluation (same task, seeds)."""
+    script, run_dir = finished_run
+    result = subprocess.run([sys.executable, os.path.join(REPO_ROOT, "scripts", "evaluate.py"), str(run_dir),
+                             "--task", "1", "--episodes", "2"], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    evaluation = json.loads(result.stdout)
+    last_row = read_csv(run_dir / "evaluations.csv")[-1]
+    assert evaluation["global_step"] == int(last_row["global_step"]) == 512
+    assert evaluation["return_mean"] == pytest.approx(float(last_row["return_mean"]), rel=1e-12)
+    bad = subprocess.run([sys.executable, os.path.join(REPO_ROOT, "scripts", "evaluate.py"), str(run_dir),
+                          "--task", "5"], capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "--task must be in [0, 1]" in bad.stderr

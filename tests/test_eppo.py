@@ -69,10 +69,12 @@ def test_nll_float32_accuracy_and_finite_gradients_at_extremes():
 
 
 def test_nll_gradient_matches_closed_form_error_rescaling():
-    # Paper Sec. 5: dL/d omega = -zeta * 2 (y - omega), zeta = (alpha + 1/2) nu / (nu (y - omega)^2 + 2 beta (1 + nu)).
+    # Paper, paragraph "Plasticity preservation through evidential value learning":
+    # dL/d omega = -zeta * 2 (y - omega), zeta = (alpha + 1/2) nu / (nu (y - omega)^2 + 2 beta (1 + nu)).
     y = torch.tensor([0.3, -2.0, 15.0], dtype=torch.float64)
     omega = torch.tensor([0.0, 1.0, -4.0], dtype=torch.float64, requires_grad=True)
-    nu, alpha, beta = (torch.tensor(v, dtype=torch.float64) for v in ([0.5, 2.0, 8.0], [1.2, 3.0, 6.0], [0.1, 1.0, 4.0]))
+    nu, alpha, beta = (torch.tensor(v, dtype=torch.float64)
+                       for v in ([0.5, 2.0, 8.0], [1.2, 3.0, 6.0], [0.1, 1.0, 4.0]))
     nig_nll(y, omega, nu, alpha, beta).sum().backward()
     error = y - omega.detach()
     zeta = (alpha + 0.5) * nu / (nu * error**2 + 2 * beta * (1 + nu))
@@ -122,7 +124,8 @@ def test_value_variance_is_student_t_variance_and_split_is_law_of_total_variance
     total = nig_value_variance(as_tensor(nu), as_tensor(alpha), as_tensor(beta)).numpy()
     # The marginal St(omega, beta(1+nu)/(nu alpha), 2 alpha) has variance scale^2 * df / (df - 2).
     np.testing.assert_allclose(total, stats.t.var(df=2 * alpha, scale=np.sqrt(beta * (1 + nu) / (nu * alpha))))
-    aleatoric, epistemic = (part.numpy() for part in nig_variance_split(as_tensor(nu), as_tensor(alpha), as_tensor(beta)))
+    split = nig_variance_split(as_tensor(nu), as_tensor(alpha), as_tensor(beta))
+    aleatoric, epistemic = (part.numpy() for part in split)
     # E[sigma^2] under InvGam(alpha, beta); var[mu] = E[sigma^2] / nu.
     np.testing.assert_allclose(aleatoric, stats.invgamma.mean(alpha, scale=beta))
     np.testing.assert_allclose(epistemic, stats.invgamma.mean(alpha, scale=beta) / nu)
@@ -338,9 +341,9 @@ def _scalar_tags(run_dir) -> dict:
     return {tag: [event.value for event in accumulator.Scalars(tag)] for tag in accumulator.Tags()["scalars"]}
 
 
-EVIDENTIAL_TAGS = ["evidential/" + name for name in
-                   ("omega", "aleatoric_variance", "epistemic_variance", "advantage_std", "ucb_bonus", "alpha", "nu",
-                    "beta")] + ["losses/nll", "losses/hyperprior", "losses/value_loss", "plasticity/critic_max_abs_grad"]
+EVIDENTIAL_TAGS = ["evidential/" + name for name in ("omega", "aleatoric_variance", "epistemic_variance",
+                                                      "advantage_std", "ucb_bonus", "alpha", "nu", "beta")]
+EVIDENTIAL_TAGS += ["losses/nll", "losses/hyperprior", "losses/value_loss", "plasticity/critic_max_abs_grad"]
 
 
 @pytest.mark.parametrize("variant, kappa, extra", [("mean", "0", []), ("cor", "0.25", ["--no-ucb-in-returns"])])

@@ -1,0 +1,82 @@
+"""Evaluate a saved policy on its own, with the run's saved observation-normalization statistics.
+
+    python scripts/evaluate.py runs/<run> --task 4 --episodes 10
+
+Loads ``<run-dir>/checkpoint.pt`` (written at every task end, every ``--checkpoint-frequency`` steps and at the
+end of a run) and the algorithm script named in ``<run-dir>/config.json``, then runs the paper's evaluation
+protocol (deterministic mean action, frozen normalization, env i seeded seed + 100 + i) on the chosen task.
+"""
+
+import argparse
+import dataclasses
+import importlib.util
+import json
+import os
+import sys
+
+import numpy as np
+import torch
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, REPO_ROOT)
+
+
+def load_script(name: str):
+    """Import an algorithm script as a module (importing it has no side effects)."""
+    spec = importlib.util.spec_from_file_location(name[: -len(".py")], os.path.join(REPO_ROOT, name))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def evaluate_run(run_dir: str, task: int, episodes: int, seed=None) -> dict:
+    """Returns of ``episodes`` evaluation episodes of the saved policy on ``task``."""
+    config_path, checkpoint_path = os.path.join(run_dir, "config.json"), os.path.join(run_dir, "checkpoint.pt")
+    for path in (config_path, checkpoint_path):
+        if not os.path.exists(path):
+            raise ValueError(f"{path} does not exist: {run_dir} is not a run directory with a checkpoint")
+    with open(config_path) as f:
+        config = json.load(f)
+    script = load_script(config["script"])
+    fields = {field.name for field in dataclasses.fields(script.Args)}
+    args = script.Args(**{k: v for k, v in config["args"].items() if k in fields})
+    args.eval_episodes = episodes
+    if seed is not None:
+        args.seed = seed
+    num_tasks = config["num_tasks"]
+    if not 0 <= task < num_tasks:
+        raise ValueError(f"--task must be in [0, {num_tasks - 1}] for this run, got {task}")
+    if episodes < 1:
+        raise ValueError(f"--episodes must be >= 1, got {episodes}")
+
+    checkpoint = script.load_checkpoint(run_dir)
+    eval_envs = [script.make_env(args, args.seed + 100 + i) for i in range(episodes)]
+    obs_dim, action_dim = eval_envs[0].observation_space.shape[0], eval_envs[0].action_space.shape[0]
+    actor = script.Actor(obs_dim, action_dim, args.hidden_dim)
+    actor.load_state_dict(checkpoint["actor"])
+    obs_rms = script.RunningMeanStd((obs_dim,))
+    obs_rms.load_state_dict(checkpoint["obs_rms"])
+    returns, lengths, _ = script.evaluate_policy(actor, eval_envs, task, obs_rms, args, torch.device("cpu"))
+    description = eval_envs[0].get_wrapper_attr("task_description")()
+    return {"global_step": checkpoint["global_step"], "task": task, "task_description": description,
+            "episodes": episodes, "return_mean": float(returns.mean()), "return_std": float(returns.std()),
+            "return_min": float(returns.min()), "return_max": float(returns.max()),
+            "length_mean": float(np.mean(lengths))}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("run_dir", help="a run directory holding config.json and checkpoint.pt")
+    parser.add_argument("--task", type=int, default=0, help="task index of the run's schedule (default 0)")
+    parser.add_argument("--episodes", type=int, default=10, help="evaluation episodes (default 10)")
+    parser.add_argument("--seed", type=int, default=None, help="training seed whose +100 seeds the envs (default: the run's)")
+    args = parser.parse_args()
+    try:
+        result = evaluate_run(args.run_dir, args.task, args.episodes, args.seed)
+    except ValueError as error:
+        parser.error(str(error))
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
