@@ -237,7 +237,7 @@ class Actor(nn.Module):
 
 def feature_trust_region_penalty(features: torch.Tensor, old_features: torch.Tensor) -> torch.Tensor:
     """PFO: squared L2 distance between the current and the rollout policy's features, averaged over units, then
-    over the minibatch (Moalla et al., 2024, Sec. 5; their ``features_l2``). Shapes (batch, units)."""
+    over the minibatch (Moalla et al., 2024; ``features_l2`` in their losses.py). Shapes (batch, units)."""
     return (features - old_features).pow(2).mean(-1).mean()
 
 

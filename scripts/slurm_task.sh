@@ -5,7 +5,7 @@
 #   sbatch --array=0-(n-1)%P ... scripts/slurm_task.sh /path/to/run_one.sh LIST OFFSET
 #
 # A run that exits 75 (preempted: checkpoint written) requeues this array task with
-# `scontrol requeue $SLURM_JOB_ID`; the rerun resumes from the checkpoint. SIGTERM sent to this
+# `scontrol requeue <array job>_<task>`; the rerun resumes from the checkpoint. SIGTERM sent to this
 # shell (sbatch --signal=B:TERM@..., before the time limit) is forwarded to the run.
 set -u
 
@@ -36,7 +36,10 @@ while :; do
 done
 echo "[slurm_task $(date '+%F %T')] exit code $rc"
 if [[ $rc -eq 75 ]]; then
-    echo "[slurm_task] preempted with a checkpoint: requeueing job $SLURM_JOB_ID"
-    scontrol requeue "$SLURM_JOB_ID" || echo "[slurm_task] requeue failed; relaunch slurm_sweep.sh to resume" >&2
+    # JOBID_TASK names this task alone; the bare SLURM_JOB_ID of the array's first task is also the
+    # array's id, and requeueing that would requeue (and kill) every task of the array.
+    task_id=${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}
+    echo "[slurm_task] preempted with a checkpoint: requeueing $task_id"
+    scontrol requeue "$task_id" || echo "[slurm_task] requeue failed; re-run slurm_sweep.sh to resume" >&2
 fi
 exit "$rc"
