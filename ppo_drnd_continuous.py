@@ -649,6 +649,14 @@ if __name__ == "__main__":
     critic_optimizer = optim.Adam(critic.parameters(), lr=args.learning_rate, eps=1e-5)
     obs_rms = RunningMeanStd((obs_dim,))
     return_rms = RunningMeanStd(())
+    # DRND: bonus networks on (observation, action); their own input statistics; the intrinsic reward's scale
+    drnd_input_dim = obs_dim + action_dim
+    predictor = make_drnd_mlp(drnd_input_dim).to(device)
+    targets = TargetEnsemble(drnd_input_dim, args.num_targets).to(device)
+    predictor_optimizer = optim.Adam(predictor.parameters(), lr=args.drnd_learning_rate)  # original: Adam, eps 1e-8
+    drnd_input_rms = RunningMeanStd((drnd_input_dim,))
+    int_return_rms = RunningMeanStd(())
+    int_discounted_sum = np.zeros(args.num_envs)  # per-env discounted bonus sum, never reset (non-episodic)
 
     # Per-environment episode state (kept here, not in wrappers, so that it can be checkpointed)
     discounted_return = np.zeros(args.num_envs)
@@ -673,6 +681,12 @@ if __name__ == "__main__":
         critic_optimizer.load_state_dict(checkpoint["critic_optimizer"])
         obs_rms.load_state_dict(checkpoint["obs_rms"])
         return_rms.load_state_dict(checkpoint["return_rms"])
+        predictor.load_state_dict(checkpoint["predictor"])  # DRND
+        targets.load_state_dict(checkpoint["targets"])
+        predictor_optimizer.load_state_dict(checkpoint["predictor_optimizer"])
+        drnd_input_rms.load_state_dict(checkpoint["drnd_input_rms"])
+        int_return_rms.load_state_dict(checkpoint["int_return_rms"])
+        int_discounted_sum = checkpoint["int_discounted_sum"].copy()
         for env, env_state in zip(envs, checkpoint["env_states"]):
             nonstationary_envs.set_env_state(env, env_state)
         raw_obs = checkpoint["raw_obs"]
@@ -761,6 +775,10 @@ if __name__ == "__main__":
             "task_index": task_index, "actor": actor.state_dict(), "critic": critic.state_dict(),
             "actor_optimizer": actor_optimizer.state_dict(), "critic_optimizer": critic_optimizer.state_dict(),
             "obs_rms": obs_rms.state_dict(), "return_rms": return_rms.state_dict(),
+            # DRND
+            "predictor": predictor.state_dict(), "targets": targets.state_dict(),
+            "predictor_optimizer": predictor_optimizer.state_dict(), "drnd_input_rms": drnd_input_rms.state_dict(),
+            "int_return_rms": int_return_rms.state_dict(), "int_discounted_sum": int_discounted_sum.copy(),
             "env_states": [nonstationary_envs.get_env_state(env) for env in envs], "raw_obs": raw_obs.copy(),
             "discounted_return": discounted_return, "episode_return": episode_return, "episode_length": episode_length,
             "nonfinite_skips_total": nonfinite_skips_total, "timers": dict(timers),

@@ -28,6 +28,7 @@ import csv
 import io
 import json
 import math
+import os
 import sys
 import warnings
 import zipfile
@@ -41,6 +42,11 @@ if __package__:  # imported as scripts.coverage
 else:  # run as python scripts/coverage.py
     import runlist
     import summarize
+
+    # Python put scripts/ first on sys.path, where this file shadows the `coverage` package that
+    # numba (imported by umap) probes for and then crashes on; the sibling modules are loaded now.
+    _SCRIPTS_DIR = os.path.dirname(os.path.abspath(__file__))
+    sys.path[:] = [entry for entry in sys.path if os.path.abspath(entry or os.curdir) != _SCRIPTS_DIR]
 
 # Appendix "Exploration analysis": min-max normalisation "with a small epsilon (1e-5)".
 NORMALIZATION_EPSILON = 1e-5
