@@ -289,8 +289,8 @@ class GenerateAndTest:
         if units is not None:
             ages, utilities = ages[units], utilities[units.to(utilities.device)]
         correction = 1.0 - torch.tensor(self.utility_decay, dtype=torch.float64) ** ages.double()
-        # a unit of age 0 has utility 0; the clamp keeps it 0 instead of 0 / 0
-        correction = correction.clamp_min(torch.finfo(torch.float64).tiny)
+        # a just-replaced unit (age 0) has utility 0: dividing by 1 keeps it 0 instead of 0 / 0
+        correction = correction.masked_fill(ages == 0, 1.0)
         return utilities / correction.to(utilities.device, utilities.dtype)
 
     def mean_utility(self) -> float:

@@ -344,15 +344,13 @@ def drnd_bonus(predicted: torch.Tensor, target_features: torch.Tensor, alpha: fl
     return alpha * b1 + (1.0 - alpha) * b2
 
 
-def drnd_predictor_loss(predicted: torch.Tensor, target_features: torch.Tensor, target_index: torch.Tensor,
-                        update_mask: torch.Tensor) -> torch.Tensor:
+def drnd_predictor_loss(predicted: torch.Tensor, target_features: torch.Tensor, target_index: torch.Tensor) -> torch.Tensor:
     """DRND: the predictor's regression of each sample onto one target, c(x) = c_{target_index}(x) (L(theta)).
 
-    Per-sample squared error averaged over features (the original's MSELoss(...).mean(-1)); only samples with
-    update_mask 1 count, averaged over their number (at least 1, so an empty mask gives 0)."""
+    predicted (B, D), target_features (K, B, D), target_index (B,) in [0, K). The squared error is averaged over
+    features (the original's MSELoss(reduction="none")(...).mean(-1)) and over samples."""
     chosen_target = target_features[target_index, torch.arange(predicted.shape[0], device=predicted.device)]
-    per_sample = (predicted - chosen_target).pow(2).mean(dim=-1)
-    return (per_sample * update_mask).sum() / update_mask.sum().clamp(min=1.0)
+    return (predicted - chosen_target).pow(2).mean()
 
 
 def discounted_bonus_sums(bonus: np.ndarray, previous_sum: np.ndarray, int_gamma: float) -> np.ndarray:
@@ -625,6 +623,7 @@ if __name__ == "__main__":
     total_steps = args.steps_per_task * num_tasks
     batch_size = args.num_steps * args.num_envs
     num_iterations = math.ceil(total_steps / batch_size)
+    predictor_batch_size = max(1, round(args.drnd_update_proportion * args.minibatch_size))  # DRND
 
     random.seed(args.seed)
     np.random.seed(args.seed)
@@ -887,21 +886,48 @@ if __name__ == "__main__":
         # ---- Advantages ----
         b_obs = torch.from_numpy(obs_buffer).to(device)
         b_actions = torch.from_numpy(actions_buffer).to(device)
+        # DRND: the bonus of every (s_t, a_t), with the predictor as it was during the rollout. Input: the policy's
+        # normalized observation and the executed (clipped) action, standardized by running statistics that already
+        # include this rollout (so that the first rollout is standardized too), clipped to +-5 (RND, DRND).
+        drnd_inputs = np.concatenate([obs_buffer, np.clip(actions_buffer, action_low, action_high)], axis=-1)
+        drnd_inputs = drnd_inputs.reshape(batch_size, drnd_input_dim)
+        drnd_input_rms.update(drnd_inputs)
+        b_drnd_inputs = torch.from_numpy(drnd_input_rms.normalize(drnd_inputs, DRND_INPUT_CLIP)).to(device)
         with torch.no_grad():
-            values = critic(b_obs)
-            next_values = critic(torch.from_numpy(next_obs_buffer).to(device))
+            b_target_features = targets(b_drnd_inputs)  # frozen: computed once per update, reused by every minibatch
+            bonus = drnd_bonus(predictor(b_drnd_inputs), b_target_features, args.drnd_alpha)
+        bonus = bonus.reshape(args.num_steps, args.num_envs).double().cpu().numpy()
+        # DRND: RND's scaling: divide by the running std of the per-env discounted bonus sum (int_gamma)
+        bonus_sums = discounted_bonus_sums(bonus, int_discounted_sum, args.int_gamma)
+        int_discounted_sum = bonus_sums[-1].copy()
+        int_return_rms.update(bonus_sums.reshape(-1))
+        int_rewards = (bonus / np.sqrt(int_return_rms.var + 1e-8)).astype(np.float32)
+        with torch.no_grad():
+            values, int_values = critic(b_obs)  # DRND: two heads
+            next_values, next_int_values = critic(torch.from_numpy(next_obs_buffer).to(device))
             old_log_probs = gaussian_log_prob(b_actions, actor(b_obs), actor.log_std)
+            dones = torch.from_numpy(dones_buffer).to(device)
             advantages = gae(torch.from_numpy(rewards_buffer).to(device), values, next_values,
                              torch.from_numpy(terminations_buffer).to(device),
-                             torch.from_numpy(dones_buffer).to(device), args.gamma, args.gae_lambda)
+                             dones, args.gamma, args.gae_lambda)
             returns = advantages + values
+            # DRND: non-episodic intrinsic return: no episode end zeroes V_int of the next state (terminations = 0);
+            # at an episode end it bootstraps from V_int(true final observation) and the recursion stops, because
+            # the buffer's next step belongs to the new episode (the template keeps no junk reset transition).
+            int_advantages = gae(torch.from_numpy(int_rewards).to(device), int_values, next_int_values,
+                                 torch.zeros_like(dones), dones, args.int_gamma, args.gae_lambda)
+            int_returns = int_advantages + int_values
+            policy_advantages = args.ext_coef * advantages + args.int_coef * int_advantages  # DRND
 
         # ---- Update ----
         b_obs = b_obs.reshape(batch_size, obs_dim)
         b_actions = b_actions.reshape(batch_size, action_dim)
-        b_old_log_probs, b_advantages = old_log_probs.reshape(-1), advantages.reshape(-1)
-        b_returns, b_values = returns.reshape(-1), values.reshape(-1)
-        loss_sums = torch.zeros(5, device=device)  # policy, value, entropy, old approx kl, approx kl
+        b_old_log_probs, b_advantages = old_log_probs.reshape(-1), policy_advantages.reshape(-1)  # DRND
+        # DRND: row 0 extrinsic, row 1 intrinsic
+        b_returns = torch.stack([returns, int_returns]).reshape(2, -1)
+        b_values = torch.stack([values, int_values]).reshape(2, -1)
+        # policy, value, entropy, old approx kl, approx kl; DRND: extrinsic value, intrinsic value, predictor
+        loss_sums = torch.zeros(8, device=device)
         clipfrac_sum = torch.zeros((), device=device)
         critic_max_grad = 0.0
         minibatch_steps, skipped_this_update, skip_reasons = 0, 0, set()
@@ -924,24 +950,41 @@ if __name__ == "__main__":
                 entropy = gaussian_entropy(actor.log_std)
                 actor_loss = pg_loss - args.ent_coef * entropy
 
-                new_values = critic(b_obs[mb])
+                new_values = torch.stack(critic(b_obs[mb]))  # DRND: both heads, (2, minibatch)
                 if args.clip_vloss:
-                    clipped_values = b_values[mb] + torch.clamp(new_values - b_values[mb], -args.clip_coef, args.clip_coef)
-                    v_loss = torch.max((new_values - b_returns[mb]) ** 2, (clipped_values - b_returns[mb]) ** 2).mean()
+                    clipped_values = b_values[:, mb] + torch.clamp(new_values - b_values[:, mb], -args.clip_coef,
+                                                                   args.clip_coef)
+                    v_losses = torch.max((new_values - b_returns[:, mb]) ** 2,
+                                         (clipped_values - b_returns[:, mb]) ** 2).mean(-1)
                 else:
-                    v_loss = ((new_values - b_returns[mb]) ** 2).mean()  # Algorithm 1: plain MSE
+                    v_losses = ((new_values - b_returns[:, mb]) ** 2).mean(-1)  # Algorithm 1: plain MSE
+                v_loss = v_losses.sum()  # DRND: extrinsic + intrinsic, as the original's critic_ext_loss + critic_int_loss
                 critic_loss = v_loss
+
+                # DRND: predictor step on a drnd_update_proportion of the same minibatch (as the original), each sample
+                # regressing onto one random target. The minibatch is a random permutation slice, so its first
+                # predictor_batch_size samples are a uniformly random subset (the original masks a Bernoulli(p) subset:
+                # same expected fraction, but it runs the predictor on the whole minibatch).
+                predictor_mb = mb[:predictor_batch_size]
+                target_index = torch.randint(args.num_targets, (predictor_batch_size,), device=device)
+                predictor_loss = drnd_predictor_loss(predictor(b_drnd_inputs[predictor_mb]),
+                                                     b_target_features[:, predictor_mb], target_index)
 
                 actor_optimizer.zero_grad(set_to_none=True)
                 critic_optimizer.zero_grad(set_to_none=True)
-                (actor_loss + critic_loss).backward()  # disjoint parameters: one backward serves both
+                predictor_optimizer.zero_grad(set_to_none=True)  # DRND
+                (actor_loss + critic_loss + predictor_loss).backward()  # disjoint parameters: one backward serves all
                 critic_grad_max = plasticity_metrics.max_abs_gradient(critic)
                 actor_grad_norm = nn.utils.clip_grad_norm_(actor.parameters(), args.max_grad_norm)
                 critic_grad_norm = nn.utils.clip_grad_norm_(critic.parameters(), args.max_grad_norm)
+                # DRND: the original does not clip the predictor's gradient; its norm only feeds the finiteness check
+                predictor_grad_norm = nn.utils.get_total_norm([p.grad for p in predictor.parameters()])
                 # One host sync per minibatch: skip the step when any loss or gradient is not finite
-                finite = torch.stack([actor_loss, critic_loss, actor_grad_norm, critic_grad_norm]).isfinite()
+                finite = torch.stack([actor_loss, critic_loss, actor_grad_norm, critic_grad_norm,
+                                      predictor_loss, predictor_grad_norm]).isfinite()  # DRND: + predictor
                 if not bool(finite.all()):
-                    names = np.array(["actor_loss", "critic_loss", "actor_grad", "critic_grad"])
+                    names = np.array(["actor_loss", "critic_loss", "actor_grad", "critic_grad", "predictor_loss",
+                                      "predictor_grad"])
                     skip_reasons.update(names[~finite.cpu().numpy()])
                     skipped_this_update += 1
                     consecutive_nonfinite += 1
@@ -951,9 +994,11 @@ if __name__ == "__main__":
                 consecutive_nonfinite = 0
                 actor_optimizer.step()
                 critic_optimizer.step()
+                predictor_optimizer.step()  # DRND
                 minibatch_steps += 1
                 critic_max_grad = max(critic_max_grad, critic_grad_max)
-                loss_sums += torch.stack([pg_loss, v_loss, entropy, old_approx_kl, approx_kl]).detach()
+                loss_sums += torch.stack([pg_loss, v_loss, entropy, old_approx_kl, approx_kl, *v_losses,
+                                          predictor_loss]).detach()
             if consecutive_nonfinite >= args.max_nonfinite_skips:
                 break
             if args.target_kl is not None and approx_kl.item() > args.target_kl:
@@ -965,12 +1010,20 @@ if __name__ == "__main__":
             warnings.warn(f"step {global_step}: skipped {skipped_this_update} minibatch step(s) with non-finite "
                           f"{', '.join(sorted(skip_reasons))}")
         writer.add_scalar("charts/nonfinite_skips", nonfinite_skips_total, global_step)
+        # DRND: the raw bonus and the scaled intrinsic reward of this rollout
+        writer.add_scalar("drnd/bonus_mean", bonus.mean(), global_step)
+        writer.add_scalar("drnd/intrinsic_reward_mean", int_rewards.mean(), global_step)
+        writer.add_scalar("drnd/intrinsic_return_std", np.sqrt(int_return_rms.var), global_step)
         if minibatch_steps:
-            pg_mean, v_mean, entropy_mean, old_kl_mean, kl_mean = (loss_sums / minibatch_steps).tolist()
-            y_pred, y_true = b_values.cpu().numpy(), b_returns.cpu().numpy()
+            (pg_mean, v_mean, entropy_mean, old_kl_mean, kl_mean, v_ext_mean, v_int_mean,
+             predictor_loss_mean) = (loss_sums / minibatch_steps).tolist()  # DRND: + 3
+            y_pred, y_true = b_values[0].cpu().numpy(), b_returns[0].cpu().numpy()  # DRND: extrinsic head
             var_y = np.var(y_true)
             writer.add_scalar("charts/learning_rate", actor_optimizer.param_groups[0]["lr"], global_step)
-            writer.add_scalar("losses/value_loss", v_mean, global_step)
+            writer.add_scalar("losses/value_loss", v_mean, global_step)  # DRND: extrinsic + intrinsic
+            writer.add_scalar("losses/value_loss_ext", v_ext_mean, global_step)  # DRND
+            writer.add_scalar("losses/value_loss_int", v_int_mean, global_step)
+            writer.add_scalar("drnd/predictor_loss", predictor_loss_mean, global_step)
             writer.add_scalar("losses/policy_loss", pg_mean, global_step)
             writer.add_scalar("losses/entropy", entropy_mean, global_step)
             writer.add_scalar("losses/old_approx_kl", old_kl_mean, global_step)

@@ -34,9 +34,10 @@ ClusterName=eppo-local
 SlurmctldHost=$host
 SlurmUser=root
 AuthType=auth/munge
-# Short credential lifetime and a 1 s backfill interval: a requeued job restarts after ~11-14 s instead of ~120 s
+# Short credential lifetime (a requeued job becomes eligible after 11 s, not 121 s) and a 2 s main scheduling
+# loop (which starts requeued jobs; its default is 60 s) and 1 s backfill interval
 AuthInfo=cred_expire=10
-SchedulerParameters=bf_interval=1
+SchedulerParameters=bf_interval=1,sched_interval=2
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 JobAcctGatherType=jobacct_gather/none

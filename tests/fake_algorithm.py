@@ -20,6 +20,12 @@ import signal
 import sys
 import time
 
+FAKE_SCRIPT = os.path.abspath(__file__)
+# The CONTRACT's tiny configuration of a real algorithm script (a run takes seconds).
+TINY_FLAGS = ["--steps-per-task", "256", "--num-tasks", "2", "--num-steps", "128", "--minibatch-size", "64",
+              "--update-epochs", "1", "--eval-frequency", "128", "--eval-episodes", "1", "--max-episode-steps", "50",
+              "--no-cuda"]  # fmt: skip
+
 
 def evaluation_rows(steps_per_task: int, num_tasks: int, eval_frequency: int) -> list[tuple[int, int]]:
     """(global_step, task evaluated) pairs as the CONTRACT describes them."""

@@ -135,7 +135,7 @@ def write_states(run_dir, observations):
     np.savez(os.path.join(run_dir, "states.npz"), observations=observations.astype(np.float16), global_steps=steps)
 
 
-def synthetic_observations(seed, n=300, dim=17, spread=1.0):
+def synthetic_observations(seed, n=200, dim=17, spread=1.0):
     rng = np.random.default_rng(seed)
     centres = rng.normal(scale=3.0 * spread, size=(4, dim))
     return centres[rng.integers(0, 4, size=n)] + rng.normal(scale=spread, size=(n, dim))
@@ -187,7 +187,7 @@ def test_cli_end_to_end_with_umap(tmp_path, capsys):
     assert {(row["experiment"], row["env"], row["strategy"]) for row in table} == {("paralysis", "HalfCheetah", "back-one")}
     runs = {(row["method"], row["seed"]): float(row["coverage"]) for row in table if row["level"] == "run"}
     for value in runs.values():
-        # A multiple of one cell (0.01 %) and far from 0 or 100 % for 300 clustered states.
+        # A multiple of one cell (0.01 %) and far from 0 or 100 % for 200 clustered states.
         assert 0.1 < value < 30.0 and value * 100 == pytest.approx(round(value * 100))
 
     # The CLI's number is the formula applied to this run's own UMAP projection of its float16 states.
@@ -203,7 +203,7 @@ def test_cli_end_to_end_with_umap(tmp_path, capsys):
     eppo_row = next(row for row in table if row["level"] == "method" and row["method"] == "EPPO_ind")
     assert (int(eppo_row["runs"]), eppo_row["coverage_se"]) == (1, "")
 
-    # Markdown with subsampling: 100 of 300 states on a 50 x 50 grid occupy at most 100 cells = 4 %.
+    # Markdown with subsampling: 100 of 200 states on a 50 x 50 grid occupy at most 100 cells = 4 %.
     assert coverage.main([str(ppo_dirs[0]), "--max-points", "100", "--grid-size", "50"]) == 0
     output = capsys.readouterr().out
     assert "## Coverage per run (grid 50 x 50, UMAP random_state 0)" in output
@@ -211,3 +211,14 @@ def test_cli_end_to_end_with_umap(tmp_path, capsys):
     cells = [cell.strip() for cell in run_line.strip("|").split("|")]
     assert cells[3] == "100" and 0.0 < float(cells[4]) <= 4.0 and cells[5] == str(ppo_dirs[0])
     assert f"| paralysis/HalfCheetah/back-one | PPO | 1 | {cells[4]} ± n/a |" in output
+
+
+def test_script_mode_does_not_shadow_the_coverage_package():
+    # Run as a script, scripts/ is sys.path[0] and scripts/coverage.py would shadow the `coverage`
+    # package that numba (imported by umap) probes for: `import numba` then raised AttributeError.
+    code = (
+        "import runpy, sys; sys.path.insert(0, 'scripts'); "
+        "runpy.run_path('scripts/coverage.py', run_name='as_script'); import numba"
+    )
+    result = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr

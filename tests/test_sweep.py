@@ -10,14 +10,11 @@ import time
 import pytest
 
 from scripts import runlist, summarize
+from tests.fake_algorithm import FAKE_SCRIPT, TINY_FLAGS
 
 REPO_ROOT = runlist.REPO_ROOT
 SWEEP = os.path.join(REPO_ROOT, "scripts", "sweep.sh")
-FAKE = os.path.join(REPO_ROOT, "tests", "fake_algorithm.py")
 PY = sys.executable
-TINY_FLAGS = ["--steps-per-task", "256", "--num-tasks", "2", "--num-steps", "128", "--minibatch-size", "64",
-              "--update-epochs", "1", "--eval-frequency", "128", "--eval-episodes", "1", "--max-episode-steps", "50",
-              "--no-cuda"]  # fmt: skip
 
 
 @pytest.fixture
@@ -26,7 +23,7 @@ def fake_scripts(tmp_path):
     directory = tmp_path / "algorithms"
     directory.mkdir()
     for name in ("ppo_continuous.py", "eppo_continuous.py"):
-        shutil.copy(FAKE, directory / name)
+        shutil.copy(FAKE_SCRIPT, directory / name)
     return str(directory)
 
 
