@@ -5,7 +5,7 @@ https://github.com/shibhansh/loss-of-plasticity (generate-and-test: lop/algos/gn
 PPO plus, after every minibatch optimizer step, generate-and-test on every hidden layer of the actor's mean
 network and of the critic: units older than ``maturity_threshold`` steps with the lowest contribution utility
 are re-initialized at ``replacement_rate`` per step, and L2 regularization (``weight_decay``, through Adam) on
-all weights (EPPO paper, Appendix B, "CB details"). This file is ``ppo_continuous.py`` with the method's
+every parameter (EPPO paper, Appendix B, "CB details"). This file is ``ppo_continuous.py`` with the method's
 changes, each marked ``# CB:`` (``diff ppo_continuous.py cb_continuous.py`` shows the method).
 
 The PPO template's description follows.
@@ -134,7 +134,7 @@ class Args:
     update_epochs: int = 10
     """epochs over the rollout per update"""
     norm_adv: bool = True
-    """normalize advantages per minibatch"""
+    """normalize the advantages over the whole batch before the update epochs (Algorithm 1)"""
     clip_coef: float = 0.2
     """the surrogate clipping coefficient"""
     clip_vloss: bool = False
@@ -255,8 +255,9 @@ class GenerateAndTest:
     average (decay ``utility_decay``, Adam-style bias correction by its age). Of the units older than
     ``maturity_threshold``, ``replacement_rate`` times their number per step (fractions carried over) with the
     lowest utility are replaced: incoming weights drawn afresh from the layer's orthogonal initialization, bias 0,
-    LayerNorm gain 1 and bias 0, outgoing weights 0 (the unit starts without effect on the next layer), age and
-    utility 0, and (``reset_optimizer_state``) zero Adam moments on all those entries.
+    LayerNorm gain 1 and bias 0, outgoing weights 0 (the next layer does not read the new unit at first; it does
+    enter its own LayerNorm's statistics), age and utility 0, and (``reset_optimizer_state``) zero Adam moments on
+    all those entries.
     """
 
     def __init__(self, trunk: nn.Sequential, head: nn.Linear, optimizer: optim.Optimizer, replacement_rate: float,
@@ -908,6 +909,8 @@ if __name__ == "__main__":
         b_actions = b_actions.reshape(batch_size, action_dim)
         b_old_log_probs, b_advantages = old_log_probs.reshape(-1), advantages.reshape(-1)
         b_returns, b_values = returns.reshape(-1), values.reshape(-1)
+        if args.norm_adv:  # Algorithm 1, line 19: normalized over the whole batch, once, after the returns
+            b_advantages = (b_advantages - b_advantages.mean()) / (b_advantages.std() + 1e-8)
         loss_sums = torch.zeros(5, device=device)  # policy, value, entropy, old approx kl, approx kl
         clipfrac_sum = torch.zeros((), device=device)
         critic_max_grad = 0.0
@@ -927,8 +930,6 @@ if __name__ == "__main__":
                     approx_kl = ((ratio - 1) - log_ratio).mean()
                     clipfrac_sum += ((ratio - 1.0).abs() > args.clip_coef).float().mean()
                 mb_advantages = b_advantages[mb]
-                if args.norm_adv:
-                    mb_advantages = (mb_advantages - mb_advantages.mean()) / (mb_advantages.std() + 1e-8)
                 pg_loss = torch.max(-mb_advantages * ratio,
                                     -mb_advantages * torch.clamp(ratio, 1 - args.clip_coef, 1 + args.clip_coef)).mean()
                 entropy = gaussian_entropy(actor.log_std)

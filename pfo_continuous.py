@@ -134,7 +134,7 @@ class Args:
     update_epochs: int = 10
     """epochs over the rollout per update"""
     norm_adv: bool = True
-    """normalize advantages per minibatch"""
+    """normalize the advantages over the whole batch before the update epochs (Algorithm 1)"""
     clip_coef: float = 0.2
     """the surrogate clipping coefficient"""
     clip_vloss: bool = False
@@ -778,6 +778,8 @@ if __name__ == "__main__":
         b_old_log_probs, b_advantages = old_log_probs.reshape(-1), advantages.reshape(-1)
         b_old_features = old_features.reshape(batch_size, -1)  # PFO:
         b_returns, b_values = returns.reshape(-1), values.reshape(-1)
+        if args.norm_adv:  # Algorithm 1, line 19: normalized over the whole batch, once, after the returns
+            b_advantages = (b_advantages - b_advantages.mean()) / (b_advantages.std() + 1e-8)
         # PFO: a sixth entry, the feature distance
         loss_sums = torch.zeros(6, device=device)  # policy, value, entropy, old approx kl, approx kl, feature distance
         clipfrac_sum = torch.zeros((), device=device)
@@ -796,8 +798,6 @@ if __name__ == "__main__":
                     approx_kl = ((ratio - 1) - log_ratio).mean()
                     clipfrac_sum += ((ratio - 1.0).abs() > args.clip_coef).float().mean()
                 mb_advantages = b_advantages[mb]
-                if args.norm_adv:
-                    mb_advantages = (mb_advantages - mb_advantages.mean()) / (mb_advantages.std() + 1e-8)
                 pg_loss = torch.max(-mb_advantages * ratio,
                                     -mb_advantages * torch.clamp(ratio, 1 - args.clip_coef, 1 + args.clip_coef)).mean()
                 entropy = gaussian_entropy(actor.log_std)

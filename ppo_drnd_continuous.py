@@ -151,7 +151,7 @@ class Args:
     update_epochs: int = 10
     """epochs over the rollout per update"""
     norm_adv: bool = True
-    """normalize advantages per minibatch"""
+    """normalize the advantages over the whole batch before the update epochs (Algorithm 1)"""
     clip_coef: float = 0.2
     """the surrogate clipping coefficient"""
     clip_vloss: bool = False
@@ -175,7 +175,8 @@ class Args:
     drnd_learning_rate: float = 3e-4
     """Adam learning rate of the DRND predictor (constant, also with --anneal-lr)"""
     drnd_update_proportion: float = 0.25
-    """expected fraction of every PPO minibatch that the predictor is trained on (RND/DRND's update proportion)"""
+    """fraction of every PPO minibatch (a random subset) that the predictor is trained on (RND/DRND's update
+    proportion)"""
     int_gamma: float = 0.99
     """discount factor of the (non-episodic) intrinsic return"""
     ext_coef: float = 2.0
@@ -344,7 +345,8 @@ def drnd_bonus(predicted: torch.Tensor, target_features: torch.Tensor, alpha: fl
     return alpha * b1 + (1.0 - alpha) * b2
 
 
-def drnd_predictor_loss(predicted: torch.Tensor, target_features: torch.Tensor, target_index: torch.Tensor) -> torch.Tensor:
+def drnd_predictor_loss(predicted: torch.Tensor, target_features: torch.Tensor,
+                        target_index: torch.Tensor) -> torch.Tensor:
     """DRND: the predictor's regression of each sample onto one target, c(x) = c_{target_index}(x) (L(theta)).
 
     predicted (B, D), target_features (K, B, D), target_index (B,) in [0, K). The squared error is averaged over
@@ -906,7 +908,7 @@ if __name__ == "__main__":
             values, int_values = critic(b_obs)  # DRND: two heads
             next_values, next_int_values = critic(torch.from_numpy(next_obs_buffer).to(device))
             old_log_probs = gaussian_log_prob(b_actions, actor(b_obs), actor.log_std)
-            dones = torch.from_numpy(dones_buffer).to(device)
+            dones = torch.from_numpy(dones_buffer).to(device)  # DRND: shared by both GAEs
             advantages = gae(torch.from_numpy(rewards_buffer).to(device), values, next_values,
                              torch.from_numpy(terminations_buffer).to(device),
                              dones, args.gamma, args.gae_lambda)
@@ -926,6 +928,8 @@ if __name__ == "__main__":
         # DRND: row 0 extrinsic, row 1 intrinsic
         b_returns = torch.stack([returns, int_returns]).reshape(2, -1)
         b_values = torch.stack([values, int_values]).reshape(2, -1)
+        if args.norm_adv:  # Algorithm 1, line 19: normalized over the whole batch, once, after the returns
+            b_advantages = (b_advantages - b_advantages.mean()) / (b_advantages.std() + 1e-8)
         # policy, value, entropy, old approx kl, approx kl; DRND: extrinsic value, intrinsic value, predictor
         loss_sums = torch.zeros(8, device=device)
         clipfrac_sum = torch.zeros((), device=device)
@@ -943,8 +947,6 @@ if __name__ == "__main__":
                     approx_kl = ((ratio - 1) - log_ratio).mean()
                     clipfrac_sum += ((ratio - 1.0).abs() > args.clip_coef).float().mean()
                 mb_advantages = b_advantages[mb]
-                if args.norm_adv:
-                    mb_advantages = (mb_advantages - mb_advantages.mean()) / (mb_advantages.std() + 1e-8)
                 pg_loss = torch.max(-mb_advantages * ratio,
                                     -mb_advantages * torch.clamp(ratio, 1 - args.clip_coef, 1 + args.clip_coef)).mean()
                 entropy = gaussian_entropy(actor.log_std)
@@ -958,7 +960,7 @@ if __name__ == "__main__":
                                          (clipped_values - b_returns[:, mb]) ** 2).mean(-1)
                 else:
                     v_losses = ((new_values - b_returns[:, mb]) ** 2).mean(-1)  # Algorithm 1: plain MSE
-                v_loss = v_losses.sum()  # DRND: extrinsic + intrinsic, as the original's critic_ext_loss + critic_int_loss
+                v_loss = v_losses.sum()  # DRND: extrinsic + intrinsic (the original's critic_ext_loss + critic_int_loss)
                 critic_loss = v_loss
 
                 # DRND: predictor step on a drnd_update_proportion of the same minibatch (as the original), each sample

@@ -92,9 +92,10 @@ def plot_setting(setting, cells: dict[str, list[summarize.RunRecord]], out: str,
         steps, mean, se = mean_curve(runs)
         line = axes.plot(steps, mean, LINE_STYLES[k % len(LINE_STYLES)], linewidth=1.8, label=legend_label(method, runs, decimals))[0]
         axes.fill_between(steps, mean - se, mean + se, color=line.get_color(), alpha=0.2, linewidth=0)
-    axes.set(title=f"{setting} (n = {'/'.join(str(len(r)) for r in cells.values())} seeds)", xlabel="environment steps",
-             ylabel="evaluation return")  # fmt: skip
-    axes.legend(title="AULC, Final Return (mean ± se)", fontsize="small", title_fontsize="small", loc="best")
+    counts = sorted({len(r) for r in cells.values()})
+    seeds = str(counts[0]) if len(counts) == 1 else "/".join(str(len(r)) for r in cells.values())
+    axes.set(title=f"{setting} (n = {seeds} seeds)", xlabel="environment steps", ylabel="evaluation return")
+    axes.legend(title="AULC, Final Return (mean ± se)", fontsize="small", title_fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1))
     axes.grid(alpha=0.3)
     written += _save(figure, out, f"{stem}_curves", formats)
     plt.close(figure)
@@ -142,7 +143,7 @@ def plot_setting(setting, cells: dict[str, list[summarize.RunRecord]], out: str,
                 ax.fill_between(steps, mean - se, mean + se, color=line.get_color(), alpha=0.2, linewidth=0)
             ax.set_title(f"{network}: {label}", fontsize="medium")
             ax.set_xlabel("environment steps")
-    axes[0][0].legend(fontsize="small")
+    axes[0][-1].legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1))
     figure.suptitle(f"{setting}: plasticity over training (mean ± se over seeds)")
     figure.tight_layout()
     written += _save(figure, out, f"{stem}_plasticity_evolution", formats)

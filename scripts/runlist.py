@@ -282,8 +282,9 @@ def make_parser() -> argparse.ArgumentParser:
         help="run every kappa of the list (repeatable); dirs <root>/kappa<K>/...",
     )  # fmt: skip
     parser.add_argument("--scripts-dir", default=REPO_ROOT, help="directory holding the algorithm scripts (default: repo root)")
-    parser.add_argument("--pending", action="store_true", help="list only runs without summary.json")
-    parser.add_argument("--show-root", action="store_true", help="print the absolute --root and exit (for the shell scripts)")
+    # Used by the shell scripts, not by people: hidden from --help.
+    parser.add_argument("--pending", action="store_true", help=argparse.SUPPRESS)  # only runs without summary.json
+    parser.add_argument("--show-root", action="store_true", help=argparse.SUPPRESS)  # print the absolute --root, exit
     return parser
 
 

@@ -35,10 +35,10 @@ SLURM options:
 
 Run selection (scripts/runlist.py):
 EOF
-    "$TOOLS_PYTHON" "$SCRIPTS_DIR/runlist.py" --help | sed -n '/^options:/,$p' | tail -n +2
+    "$TOOLS_PYTHON" "$SCRIPTS_DIR/runlist.py" --help | sed -n '/^options:/,$p' | tail -n +3  # without "-h, --help"
 }
 
-partition= time_limit= cpus=1 mem= gres= max_parallel=32 max_array=1000 grace=300 job_name=eppo-sweep dry_run=0
+partition='' time_limit='' cpus=1 mem='' gres='' max_parallel=32 max_array=1000 grace=300 job_name=eppo-sweep dry_run=0
 sbatch_extra=()
 runlist_args=()
 need() { [[ $2 -ge 2 ]] || { echo "error: $1 needs a value" >&2; exit 2; }; }
@@ -57,6 +57,7 @@ while [[ $# -gt 0 ]]; do
         --sbatch-arg) need "$1" $#; sbatch_extra+=("$2"); shift 2 ;;
         --sbatch-arg=*) sbatch_extra+=("${1#*=}"); shift ;;
         --dry-run) dry_run=1; shift ;;
+        --pending | --show-root) echo "error: $1 is internal to the sweep scripts" >&2; exit 2 ;;
         --) runlist_args+=("$@"); break ;;
         *) runlist_args+=("$1"); shift ;;
     esac

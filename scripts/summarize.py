@@ -45,8 +45,6 @@ METRICS = ("aulc", "final_return")
 METRIC_LABELS = {"aulc": "AULC", "final_return": "Final Return"}
 SIGNIFICANCE_LEVEL = 0.05
 PAPER_RESULTS_CSV = os.path.join(runlist.SCRIPTS_DIR, "paper_results.csv")
-# The paper's table orders (Tables 1 and 2); other strategies follow alphabetically.
-STRATEGY_ORDER = [s.strategy for s in runlist.paper_settings()]
 ENV_ORDER = list(runlist.ENV_IDS)
 RUN_DIR_MARKERS = ("evaluations.csv", "config.json", "summary.json", "stdout.log")
 
@@ -248,7 +246,8 @@ def experiment_order(experiments) -> list[str]:
 
 def setting_order(settings) -> list[runlist.Setting]:
     """The paper's order: experiment, env, strategy (unknown names last, alphabetically)."""
-    key = lambda s: (_position(s.experiment, runlist.EXPERIMENTS), _position(s.env, ENV_ORDER), _position(s.strategy, STRATEGY_ORDER))  # noqa: E731
+    strategies = [s.strategy for s in runlist.paper_settings()]  # the paper's table order (Tables 1 and 2)
+    key = lambda s: (_position(s.experiment, runlist.EXPERIMENTS), _position(s.env, ENV_ORDER), _position(s.strategy, strategies))  # noqa: E731
     return sorted(set(settings), key=key)
 
 
@@ -572,7 +571,8 @@ def _plain(shown: Shown | None, decimals: int, rich: str) -> str:
         text = f"${text}$"
     if shown.paper is not None:
         paper_mean, paper_se = shown.paper
-        paper_text = _number(paper_mean, digits) + ("" if paper_se is None else (" ± " if rich == "md" else " $\\pm$ ") + _number(paper_se, 0))
+        paper_digits = 1 if shown.is_rank else 0  # the paper prints integers (ranks: one decimal)
+        paper_text = _number(paper_mean, paper_digits) + ("" if paper_se is None else (" ± " if rich == "md" else " $\\pm$ ") + _number(paper_se, 0))
         text += f" (paper {paper_text})" if rich == "md" else f" {{\\scriptsize (paper {paper_text})}}"
     return text
 
@@ -633,7 +633,7 @@ def render_latex(tables: list[Table], left_out: list[RunRecord], decimals: int) 
                 start += span
             out.append(" ".join(rules))
         else:
-            out.append(f" & " * n_labels + f"\\multicolumn{{{n_values}}}{{c}}{{Model}} \\\\ \\cmidrule(lr){{{n_labels + 1}-{n_labels + n_values}}}")
+            out.append(" & " * n_labels + f"\\multicolumn{{{n_values}}}{{c}}{{Model}} \\\\ \\cmidrule(lr){{{n_labels + 1}-{n_labels + n_values}}}")
         tex = lambda s: s.replace("_", "\\_").replace("(↑)", "($\\uparrow$)")  # noqa: E731
         out.append(" & ".join(table.metric_label_columns + [f"\\texttt{{{tex(c)}}}" for c in table.columns]) + " \\\\ \\midrule")
         for row in table.rows:

@@ -27,7 +27,7 @@ Execution:
 
 Run selection (scripts/runlist.py):
 EOF
-    "$TOOLS_PYTHON" "$SCRIPTS_DIR/runlist.py" --help | sed -n '/^options:/,$p' | tail -n +2
+    "$TOOLS_PYTHON" "$SCRIPTS_DIR/runlist.py" --help | sed -n '/^options:/,$p' | tail -n +3  # without "-h, --help"
 }
 
 workers=
@@ -42,6 +42,7 @@ while [[ $# -gt 0 ]]; do
         --gpus) [[ $# -ge 2 ]] || { echo "error: --gpus needs a value" >&2; exit 2; }; IFS=, read -r -a gpus <<<"$2"; shift 2 ;;
         --gpus=*) IFS=, read -r -a gpus <<<"${1#*=}"; shift ;;
         --dry-run) dry_run=1; shift ;;
+        --pending | --show-root) echo "error: $1 is internal to the sweep scripts" >&2; exit 2 ;;
         --) runlist_args+=("$@"); break ;;
         *) runlist_args+=("$1"); shift ;;
     esac

@@ -6,7 +6,7 @@ eval_frequency steps and at every task end; task column = task evaluated), plast
 step 0 and every task end, critic and actor), and summary.json only for a finished run.
 
 Run as a script (copied to <tmp>/ppo_continuous.py etc.), it parses the shared CLI flags, writes a
-finished run whose returns are return_mean = 10 * seed + global_step / 100, and exits 0.
+finished run whose returns are return_mean = 10 * seed + global_step / 100 + 100 * kappa, and exits 0.
 Behaviour switches (environment variables, so a sweep passes them to every run):
   FAKE_FAIL_SEEDS=2,3   exit 3 (the CONTRACT's non-finite stop) for these seeds, no summary.json
   FAKE_PREEMPT_ONCE=1   first attempt of each run exits 75 after writing a marker; next attempt finishes
@@ -101,7 +101,8 @@ def main() -> int:
     write_run(
         args.run_dir, method=method, script=script, env_id=args.env_id, experiment=args.experiment,
         strategy=args.strategy, seed=args.seed, steps_per_task=args.steps_per_task, num_tasks=args.num_tasks,
-        eval_frequency=args.eval_frequency, returns=lambda step, task: 10 * args.seed + step / 100, kappa=args.kappa,
+        eval_frequency=args.eval_frequency, returns=lambda step, task: 10 * args.seed + step / 100 + 100 * (args.kappa or 0),
+        kappa=args.kappa,
     )  # fmt: skip
     return 0
 

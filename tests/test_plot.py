@@ -1,9 +1,7 @@
 """scripts/plot_curves.py on synthetic runs: the aggregated numbers and non-empty figure files."""
 
-import math
 import os
 
-import numpy as np
 import pytest
 
 from scripts import plot_curves, runlist, summarize

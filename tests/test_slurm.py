@@ -53,34 +53,38 @@ def wait_for(env, job_id, timeout):
         time.sleep(0.5)
 
 
-def test_array_of_two_real_tiny_runs(tmp_path, slurm_env):
-    root = str(tmp_path / "root")
-    selection = ["--methods", "PPO", "--settings", str(SETTING), "--seeds", "1-2", "--root", root, "--python", sys.executable]
+def job_id_of(submit_output):
+    return re.search(r"job array\(s\) (\d+)", submit_output).group(1)
+
+
+def test_array_of_real_tiny_runs_and_requeue_of_a_preempted_run(tmp_path, slurm_env):
+    """Two arrays at once (one test, so that pytest-xdist workers never share the cluster's lifecycle):
+    two real tiny ppo_continuous.py runs, and two fake runs whose first attempt exits 75 and must be requeued."""
+    real_root = str(tmp_path / "real")
+    selection = ["--methods", "PPO", "--settings", str(SETTING), "--seeds", "1-2", "--root", real_root, "--python", sys.executable]
     out = submit(slurm_env, *selection, "--max-parallel", "2", "--", *TINY_FLAGS)
-    job_id = re.search(r"job array\(s\) (\d+)", out).group(1)
-    assert f"squeue -j {job_id}" in out
-    wait_for(slurm_env, job_id, timeout=300)
-    for seed in (1, 2):
-        run = summarize.load_run(runlist.run_dir(root, SETTING, "PPO", seed))
-        assert run.complete, (run.problems, open(os.path.join(run.run_dir, "stderr.log")).read())
-        assert len(run.evaluations) == 5
-        with open(os.path.join(root, "slurm", "logs", f"{job_id}_{seed - 1}.out")) as f:
-            assert "exit code 0" in f.read()
-    assert "nothing to submit" in submit(slurm_env, *selection, "--", *TINY_FLAGS)
+    real_job = job_id_of(out)
+    assert f"squeue -j {real_job}" in out
 
-
-def test_preempted_run_requeues_and_resumes(tmp_path, slurm_env):
     algorithms = tmp_path / "algorithms"
     algorithms.mkdir()
     shutil.copy(FAKE_SCRIPT, algorithms / "ppo_continuous.py")
-    root = str(tmp_path / "root")
+    fake_root = str(tmp_path / "fake")
     env = {**slurm_env, "FAKE_PREEMPT_ONCE": "1"}  # first attempt exits 75, as after SIGTERM with a checkpoint
-    out = submit(env, "--methods", "PPO", "--settings", str(SETTING), "--seeds", "1-2", "--root", root,
-                 "--scripts-dir", str(algorithms), "--python", sys.executable)  # fmt: skip
-    job_id = re.search(r"job array\(s\) (\d+)", out).group(1)
-    wait_for(slurm_env, job_id, timeout=180)  # the requeued task is eligible again after ~11 s
+    fake_job = job_id_of(submit(env, "--methods", "PPO", "--settings", str(SETTING), "--seeds", "1-2", "--root", fake_root,
+                                "--scripts-dir", str(algorithms), "--python", sys.executable))  # fmt: skip
+
+    wait_for(slurm_env, real_job, timeout=300)
+    wait_for(slurm_env, fake_job, timeout=180)  # a requeued task is eligible again after ~11 s
     for task in (0, 1):
-        assert os.path.isfile(os.path.join(runlist.run_dir(root, SETTING, "PPO", task + 1), "summary.json"))
-        with open(os.path.join(root, "slurm", "logs", f"{job_id}_{task}.out")) as f:
+        run = summarize.load_run(runlist.run_dir(real_root, SETTING, "PPO", task + 1))
+        assert run.complete, (run.problems, open(os.path.join(run.run_dir, "stderr.log")).read())
+        assert len(run.evaluations) == 5
+        with open(os.path.join(real_root, "slurm", "logs", f"{real_job}_{task}.out")) as f:
+            assert "exit code 0" in f.read()
+
+        assert os.path.isfile(os.path.join(runlist.run_dir(fake_root, SETTING, "PPO", task + 1), "summary.json"))
+        with open(os.path.join(fake_root, "slurm", "logs", f"{fake_job}_{task}.out")) as f:
             log = f.read()
-        assert f"requeueing {job_id}_{task}" in log and "restart 1)" in log and log.rstrip().endswith("exit code 0")
+        assert f"requeueing {fake_job}_{task}" in log and "restart 1)" in log and log.rstrip().endswith("exit code 0")
+    assert "nothing to submit" in submit(slurm_env, *selection, "--", *TINY_FLAGS)

@@ -140,3 +140,19 @@ def test_real_tiny_ppo_run(tmp_path):
     assert run.complete, run.problems
     assert (run.method, run.num_tasks, run.steps_per_task) == ("PPO", 2, 256)
     assert len(run.evaluations) == 5  # steps 0, 128, 256, 384, 512
+
+
+def test_grid_search_selects_kappa_by_mean_aulc(tmp_path, fake_scripts):
+    root = str(tmp_path / "grid")
+    result = subprocess.run(
+        ["bash", os.path.join(REPO_ROOT, "scripts", "grid_search_kappa.sh"), "--root", root, "--settings", "slippery/Ant/increasing",
+         "--grid-cor", "0.01,0.25", "--grid-ind", "0.05,0.1", "--seeds", "1001-1002", "--workers", "2",
+         "--scripts-dir", fake_scripts, "--python", PY],
+        capture_output=True, text=True, env={**os.environ, "EPPO_TOOLS_PYTHON": PY}, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "8 finished now" in result.stdout
+    assert os.path.isfile(os.path.join(root, "kappa0.25", "slippery/Ant/increasing/EPPO_cor/seed1001/summary.json"))
+    # the fake's returns grow with kappa (+ 100 * kappa): the largest kappa of each grid wins
+    with open(os.path.join(root, "kappa_selected.csv")) as f:
+        assert f.read() == "experiment,env,strategy,kappa_cor,kappa_ind\nslippery,Ant,increasing,0.25,0.1\n"
