@@ -345,17 +345,21 @@ class GenerateAndTest:
                         state[key][entries] = 0.0
 
     def state_dict(self) -> dict:
-        return {"utilities": [u.clone() for u in self.utilities], "ages": [a.clone() for a in self.ages],
-                "pending_replacements": list(self.pending_replacements)}
+        """A flat dict of tensors (like a module's), so checkpoint comparisons treat it as one more network."""
+        state = {"pending_replacements": torch.tensor(self.pending_replacements, dtype=torch.float64)}
+        for layer, (utility, age) in enumerate(zip(self.utilities, self.ages)):
+            state[f"utilities.{layer}"], state[f"ages.{layer}"] = utility.clone(), age.clone()
+        return state
 
     def load_state_dict(self, state: dict) -> None:
-        for key in ("utilities", "ages", "pending_replacements"):
-            if len(state[key]) != len(self.utilities):
-                raise ValueError(f"generate-and-test state {key!r} has {len(state[key])} layers, "
-                                 f"expected {len(self.utilities)}")
-        for target, source in zip(self.utilities + self.ages, state["utilities"] + state["ages"]):
-            target.copy_(source)
-        self.pending_replacements = [float(value) for value in state["pending_replacements"]]
+        expected = {"pending_replacements", *(f"{key}.{layer}" for key in ("utilities", "ages")
+                                              for layer in range(len(self.utilities)))}
+        if set(state) != expected:
+            raise ValueError(f"generate-and-test state has keys {sorted(state)}, expected {sorted(expected)}")
+        for layer in range(len(self.utilities)):
+            self.utilities[layer].copy_(state[f"utilities.{layer}"])
+            self.ages[layer].copy_(state[f"ages.{layer}"])
+        self.pending_replacements = state["pending_replacements"].tolist()
 
 
 def gaussian_log_prob(actions: torch.Tensor, mean: torch.Tensor, log_std: torch.Tensor) -> torch.Tensor:

@@ -12,6 +12,10 @@
 # Exit code: 0 all runs finished; 1 a run failed (listed at the end); 2 invalid arguments;
 # 75 stopped by SIGTERM/SIGINT (the running runs wrote checkpoints; relaunch to resume).
 set -u
+if ((BASH_VERSINFO[0] < 4 || (BASH_VERSINFO[0] == 4 && BASH_VERSINFO[1] < 3))); then
+    echo "error: sweep.sh needs bash >= 4.3 (wait -n, associative arrays); this is $BASH_VERSION" >&2
+    exit 2
+fi
 
 SCRIPTS_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 TOOLS_PYTHON=${EPPO_TOOLS_PYTHON:-python3}  # runs runlist.py (stdlib only); --python picks the runs' interpreter

@@ -215,8 +215,9 @@ def test_tiny_run_writes_evaluations_and_replacement_logs(replacing_run):
     assert all(math.isfinite(u) and u >= 0 for u in scalars(replacing_run, "cb/critic_mean_utility"))
     checkpoint = torch.load(replacing_run / "checkpoint.pt", weights_only=False)
     for network in ("actor", "critic"):
-        ages = checkpoint[f"{network}_generate_and_test"]["ages"]
-        assert len(ages) == 2 and all(int(a.max()) <= 12 for a in ages) and any(int(a.min()) < 12 for a in ages)
+        state = checkpoint[f"{network}_generate_and_test"]
+        ages = [state["ages.0"], state["ages.1"]]
+        assert all(int(a.max()) <= 12 for a in ages) and any(int(a.min()) < 12 for a in ages)
 
 
 @pytest.mark.parametrize("field, value", [("replacement_rate", 1.5), ("replacement_rate", float("nan")),

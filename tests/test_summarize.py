@@ -33,6 +33,16 @@ def test_expected_evaluations_follow_the_contract():
     ]  # fmt: skip
 
 
+def test_expected_evaluations_match_ppo_continuous():
+    import ppo_continuous
+
+    for steps_per_task, num_tasks, eval_frequency in ((500000, 9, 20000), (256, 2, 128), (100, 3, 30), (1000, 2, 3000)):
+        steps = ppo_continuous.evaluation_steps(steps_per_task, num_tasks, eval_frequency)
+        assert summarize.expected_evaluations(steps_per_task, num_tasks, eval_frequency) == [
+            (step, ppo_continuous.evaluated_task(step, steps_per_task)) for step in steps
+        ]
+
+
 def test_aulc_and_final_return_of_one_run(tmp_path):
     # rows at steps 0, 50, 100, 150, 200 with returns 1..5 (step / 50 + 1)
     directory = run_path(tmp_path, HC_BACK_ONE, "PPO", 1)
