@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 
+import numpy as np
 import pytest
 import torch
 
@@ -83,7 +84,8 @@ RESUME_METHOD_FLAGS = {"cb_continuous.py": ["--maturity-threshold", "2", "--repl
 @pytest.mark.parametrize("script", SCRIPTS)
 def test_preempted_and_resumed_run_equals_straight_run(script, tmp_path):
     """SIGTERM mid-run -> checkpoint + exit 75; re-running resumes to bit-identical parameters and evaluations."""
-    flags = ["--checkpoint-frequency", "128", "--steps-per-task", "512", *RESUME_METHOD_FLAGS.get(script, [])]
+    flags = ["--checkpoint-frequency", "128", "--steps-per-task", "512", "--save-states", "--save-states-every", "4",
+             *RESUME_METHOD_FLAGS.get(script, [])]
     straight = run_script(script, tmp_path / "straight", *flags)
     assert straight.returncode == 0, straight.stderr[-3000:]
 
@@ -108,6 +110,11 @@ def test_preempted_and_resumed_run_equals_straight_run(script, tmp_path):
     final_a = torch.load(tmp_path / "straight" / "checkpoint.pt", weights_only=False)
     final_b = torch.load(interrupted_dir / "checkpoint.pt", weights_only=False)
     assert final_a["global_step"] == final_b["global_step"] == 1024
+    # the visited states (--save-states): every 4th training observation, identical after the resume
+    with np.load(tmp_path / "straight" / "states.npz") as a, np.load(interrupted_dir / "states.npz") as b:
+        assert a["observations"].dtype == np.float16 and a["observations"].shape == (1024 // 4, 17)
+        assert np.array_equal(a["global_steps"], np.arange(4, 1025, 4))
+        assert np.array_equal(a["observations"], b["observations"]) and np.array_equal(a["global_steps"], b["global_steps"])
     # every network and method state saved as a state dict of tensors (actor, critic, DRND predictor, ...)
     networks = [k for k, v in final_a.items() if isinstance(v, dict) and v and
                 all(isinstance(t, torch.Tensor) for t in v.values())]
