@@ -241,3 +241,15 @@ def test_saved_policy_reproduces_the_last_evaluation(finished_run):
     bad = subprocess.run([sys.executable, os.path.join(REPO_ROOT, "scripts", "evaluate.py"), str(run_dir),
                           "--task", "5"], capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "--task must be in [0, 1]" in bad.stderr
+
+
+def test_a_crash_before_the_first_checkpoint_restarts_from_scratch(tmp_path):
+    """Outputs of an attempt that died before writing a checkpoint are discarded, not appended to."""
+    crashed = tmp_path / "crashed"
+    crashed.mkdir()
+    (crashed / "evaluations.csv").write_text("global_step,task,episodes,return_mean,return_std,return_min,return_max\n"
+                                             "0,0,2,123.0,0.0,123.0,123.0\n")
+    result = run_script(SCRIPTS[0], crashed)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert evaluation_rows(crashed) == TINY_EVALUATION_STEPS
+    assert "123.0" not in (crashed / "evaluations.csv").read_text()
