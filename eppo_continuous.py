@@ -518,14 +518,10 @@ def atomic_write_bytes(path: str, write_fn) -> None:
 def save_checkpoint(run_dir: str, state: dict) -> None:
     """Atomically write checkpoint.pt, keeping the previous one as checkpoint.prev.pt until the new one is whole."""
     path = os.path.join(run_dir, "checkpoint.pt")
-    tmp_path = f"{path}.tmp"
-    with open(tmp_path, "wb") as f:
-        torch.save(state, f)
-        f.flush()
-        os.fsync(f.fileno())
+    atomic_write_bytes(f"{path}.new", lambda f: torch.save(state, f))  # complete on disk before anything moves
     if os.path.exists(path):
         os.replace(path, os.path.join(run_dir, "checkpoint.prev.pt"))
-    os.replace(tmp_path, path)
+    os.replace(f"{path}.new", path)
 
 
 def load_checkpoint(run_dir: str) -> Optional[dict]:
