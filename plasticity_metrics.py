@@ -181,10 +181,3 @@ def max_abs_gradient(module: torch.nn.Module) -> float:
     if not grads:
         return 0.0
     return float(torch.cat(grads).abs().max().item())
-
-
-def max_abs_gradient_per_seed(module: torch.nn.Module) -> torch.Tensor:
-    """max_abs_gradient of each seed of a network whose parameters are stacked over seeds (seed axis first):
-    a tensor (seeds,) left on the device (no host sync), for networks with at least one gradient."""
-    grads = [p.grad.detach().flatten(1) for p in module.parameters() if p.grad is not None and p.grad.numel()]
-    return torch.cat(grads, dim=1).abs().amax(dim=1)

@@ -208,6 +208,8 @@ class StackedLinear(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if x.is_cuda:
             return torch.baddbmm(self.bias, x, self.weight.transpose(1, 2))
+        if len(x) == 1:  # one seed: the same F.linear, without the splitting and stacking
+            return F.linear(x[0], self.weight[0], self.bias[0, 0]).unsqueeze(0)
         outputs = [F.linear(aligned(x_k), aligned(weight_k), bias_k[0])
                    for x_k, weight_k, bias_k in zip(x.unbind(0), self.weight.unbind(0), self.bias.unbind(0))]
         if torch.is_grad_enabled():
@@ -331,50 +333,86 @@ def normalize_advantages(advantages: torch.Tensor) -> torch.Tensor:
     return (advantages - advantages.mean(-1, keepdim=True)) / (advantages.std(-1, keepdim=True) + 1e-8)
 
 
-def per_seed_gradient_norms(parameters: list) -> torch.Tensor:
-    """Each seed's gradient norm over all of its parameters (seed axis first), as ``clip_grad_norm_``
-    computes it for one seed: the norm of the per-parameter norms."""
-    return torch.stack([p.grad.flatten(1).norm(dim=1) for p in parameters], dim=1).norm(dim=1)
-
-
-def clip_per_seed_(parameters: list, max_norm: float) -> torch.Tensor:
-    """``clip_grad_norm_`` applied to each seed separately; returns the per-seed norms before clipping."""
-    norms = per_seed_gradient_norms(parameters)
-    scale = (max_norm / (norms + 1e-6)).clamp(max=1.0)
-    for p in parameters:
-        p.grad.mul_(scale.view(-1, *[1] * (p.grad.ndim - 1)))
-    return norms
-
-
 class SeedwiseAdam(optim.Optimizer):
-    """Adam for parameters stacked over seeds (seed axis first), with one step count per seed.
+    """Adam for parameters stacked over seeds (seed axis first), with each seed's own step count, gradient
+    clipping and step skipping.
 
-    Each seed's slices go through torch's fused Adam kernel on their own: the kernel computes a tensor's last
-    (size mod vector width) entries on a scalar path with other rounding, so stepping a stacked tensor at once
-    would make a small parameter's update (a seed's 6 log-std entries) depend on the number of seeds. A seed's
-    update is thus exactly that of ``optim.Adam(fused=True)`` in a one-seed run. ``step(stepping)`` steps only
-    the seeds where ``stepping`` is True: a skipped seed keeps its parameters, moments and step count.
+    On the CPU each seed's slices go through torch's fused Adam kernel on their own: the kernel computes a
+    tensor's last (size mod vector width) entries on a scalar path with other rounding, so stepping a stacked
+    tensor at once would make a small parameter's update (a seed's 6 log-std entries) depend on the number of
+    seeds. A seed's update is thus exactly that of ``optim.Adam(fused=True)`` in a one-seed run. On CUDA one
+    kernel steps all seeds while their step counts agree. ``step(stepping)`` steps only the seeds where
+    ``stepping`` is True: a skipped seed keeps its parameters, moments and step count.
+    Gradients are kept allocated (zeroed in place by ``zero_grad``) so that the per-seed views stay valid.
     """
 
     def __init__(self, params, lr: float, betas: tuple = (0.9, 0.999), eps: float = 1e-8):
         super().__init__(params, dict(lr=lr, betas=betas, eps=eps))
+        self.params = self.param_groups[0]["params"]
+        self.num_seeds = len(self.params[0])
+        for p in self.params:
+            p.grad = torch.zeros_like(p)
+            self.state[p].update(step=torch.zeros(self.num_seeds, device=p.device), exp_avg=torch.zeros_like(p),
+                                 exp_avg_sq=torch.zeros_like(p))
+        self.lockstep = True  # all seeds have taken the same number of steps
+        self._seed_views = None
+
+    def seed_views(self) -> list:
+        """Per seed: views of its parameters, gradients, first and second moments and step counts."""
+        if self._seed_views is None:
+            tensors = [self.params, [p.grad for p in self.params], [self.state[p]["exp_avg"] for p in self.params],
+                       [self.state[p]["exp_avg_sq"] for p in self.params], [self.state[p]["step"] for p in self.params]]
+            with torch.no_grad():
+                self._seed_views = [[[t[k] for t in group] for group in tensors] for k in range(self.num_seeds)]
+        return self._seed_views
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        super().load_state_dict(state_dict)
+        steps = torch.stack([self.state[p]["step"] for p in self.params])
+        self.lockstep = bool((steps == steps[:, :1]).all())
+        self._seed_views = None
+
+    def zero_grad(self, set_to_none: bool = False) -> None:
+        torch._foreach_zero_([p.grad for p in self.params])
+
+    @torch.no_grad()
+    def gradient_norms(self) -> torch.Tensor:
+        """Each seed's gradient norm over all of its parameters, as ``clip_grad_norm_`` computes it: (seeds,)."""
+        if self.params[0].is_cuda:
+            return torch.stack([p.grad.flatten(1).norm(dim=1) for p in self.params], dim=1).norm(dim=1)
+        return torch.stack([torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads)))
+                            for _, grads, *_ in self.seed_views()])
+
+    @torch.no_grad()
+    def max_abs_gradients(self) -> torch.Tensor:
+        """Each seed's largest absolute gradient entry (the paper's gradient diagnostic): (seeds,)."""
+        return torch.cat([p.grad.flatten(1) for p in self.params], dim=1).abs().amax(dim=1)
+
+    @torch.no_grad()
+    def clip_grad_norms_(self, max_norm: float) -> torch.Tensor:
+        """``clip_grad_norm_`` for each seed separately; returns the per-seed norms before clipping."""
+        norms = self.gradient_norms()
+        scale = (max_norm / (norms + 1e-6)).clamp(max=1.0)
+        for p in self.params:
+            p.grad.mul_(scale.view(-1, *[1] * (p.ndim - 1)))
+        return norms
 
     @torch.no_grad()
     def step(self, stepping: Optional[np.ndarray] = None) -> None:
-        for group in self.param_groups:
-            params = group["params"]
-            for p in params:
-                if not self.state[p]:
-                    self.state[p].update(step=torch.zeros(p.shape[0], device=p.device), exp_avg=torch.zeros_like(p),
-                                         exp_avg_sq=torch.zeros_like(p))
-            states = [self.state[p] for p in params]
-            seeds = range(params[0].shape[0]) if stepping is None else np.flatnonzero(stepping)
-            for k in seeds:
-                adam_update(
-                    [p[k] for p in params], [p.grad[k] for p in params], [s["exp_avg"][k] for s in states],
-                    [s["exp_avg_sq"][k] for s in states], [], [s["step"][k] for s in states], fused=True,
-                    amsgrad=False, beta1=group["betas"][0], beta2=group["betas"][1], lr=group["lr"], weight_decay=0.0,
-                    eps=group["eps"], maximize=False)
+        group = self.param_groups[0]
+        hyperparameters = dict(amsgrad=False, beta1=group["betas"][0], beta2=group["betas"][1], lr=group["lr"],
+                               weight_decay=0.0, eps=group["eps"], maximize=False)
+        if self.params[0].is_cuda and self.lockstep and stepping is None:
+            states = [self.state[p] for p in self.params]
+            adam_update(self.params, [p.grad for p in self.params], [s["exp_avg"] for s in states],
+                        [s["exp_avg_sq"] for s in states], [], [s["step"][0] for s in states], fused=True,
+                        **hyperparameters)
+            torch._foreach_add_([s["step"][1:] for s in states], 1.0)  # the kernel counted seed 0's step only
+            return
+        self.lockstep &= stepping is None or bool(stepping.all())
+        for k in range(self.num_seeds) if stepping is None else np.flatnonzero(stepping):
+            params, grads, exp_avgs, exp_avg_sqs, steps = self.seed_views()[k]
+            adam_update(params, grads, exp_avgs, exp_avg_sqs, [], steps, fused=True, **hyperparameters)
 
 
 class RunningMeanStd:
@@ -986,7 +1024,7 @@ if __name__ == "__main__":
                 mean = actor(torch.from_numpy(obs).to(device))
                 action = (mean + action_std * action_noise[step]).cpu().numpy()
                 actions_buffer[:, step] = action
-                clipped_action = np.clip(action, action_low, action_high)
+                clipped_action = np.minimum(np.maximum(action, action_low), action_high)  # np.clip's wrapper costs ~10 us
                 global_step += args.num_envs
                 for k, i, env in env_index:
                     next_raw_obs, reward, terminated, _, _ = env.unwrapped.step(clipped_action[k, i])
@@ -1087,14 +1125,14 @@ if __name__ == "__main__":
                     v_loss = ((new_values - mb_returns) ** 2).mean(-1)  # Algorithm 1: plain MSE
                 critic_loss = v_loss
 
-                actor_optimizer.zero_grad(set_to_none=True)
-                critic_optimizer.zero_grad(set_to_none=True)
+                actor_optimizer.zero_grad()
+                critic_optimizer.zero_grad()
                 # disjoint parameters: one backward serves both; summed over seeds, so each seed's gradient is
                 # the gradient of its own loss
                 (actor_loss + critic_loss).sum().backward()
-                critic_grad_max = plasticity_metrics.max_abs_gradient_per_seed(critic)
-                actor_grad_norm = clip_per_seed_(list(actor.parameters()), args.max_grad_norm)
-                critic_grad_norm = clip_per_seed_(list(critic.parameters()), args.max_grad_norm)
+                critic_grad_max = critic_optimizer.max_abs_gradients()
+                actor_grad_norm = actor_optimizer.clip_grad_norms_(args.max_grad_norm)
+                critic_grad_norm = critic_optimizer.clip_grad_norms_(args.max_grad_norm)
                 # One host sync per minibatch: a seed whose loss or gradient is not finite skips its step
                 finite = torch.stack([actor_loss, critic_loss, actor_grad_norm, critic_grad_norm]).isfinite().cpu().numpy()
                 seed_finite = finite.all(axis=0)
