@@ -228,8 +228,21 @@ class Args:
 
 
 def method_name(args: Args) -> str:
-    """The method's name in result tables (sweeps and summaries use it)."""
-    return f"EPPO_{args.variant}"  # EPPO: EPPO_mean, EPPO_cor, EPPO_ind
+    """The method's name in result tables (sweeps and summaries use it).
+
+    EPPO: EPPO_mean, EPPO_cor, EPPO_ind; a run that departs from the paper's settings or from our readings of its
+    open choices (docs/eppo_open_choices.md) gets them appended, e.g. EPPO_mean+mse or EPPO_ind+xi1+prior-mode, so
+    that an ablation never shares a table cell with the method itself.
+    """
+    defaults = Args()
+    changes = [("mse", args.critic_loss != defaults.critic_loss),
+               (f"xi{args.xi:g}", args.xi != defaults.xi),
+               (f"hp-{args.hyperprior_reduction}", args.hyperprior_reduction != defaults.hyperprior_reduction),
+               (args.evidence_init, args.evidence_init != defaults.evidence_init),
+               (args.evidence_transform, args.evidence_transform != defaults.evidence_transform),
+               ("no-norm-reward", args.norm_reward != defaults.norm_reward),
+               ("no-ucb-in-returns", args.ucb_in_returns != defaults.ucb_in_returns)]
+    return "+".join([f"EPPO_{args.variant}"] + [name for name, changed in changes if changed])
 
 
 def make_env(args: Args, seed: int) -> gym.Env:

@@ -22,6 +22,7 @@ from eppo_continuous import (
     PRIOR_MODE_WEIGHT_SCALE,
     Args,
     EvidentialCritic,
+    method_name,
     evidence_transform,
     evidential_critic_loss,
     gamma_mode,
@@ -591,3 +592,16 @@ def test_tiny_run_with_prior_mode_init_exp_transform_and_summed_hyperprior(tmp_p
                                np.array(tags["losses/nll"]) + 0.64 * np.array(tags["losses/hyperprior"]), rtol=1e-5)
     shares = np.array([tags[f"evidential/grad_share_{row}"] for row in ("omega", "nu", "alpha", "beta")])
     np.testing.assert_allclose(shares.sum(0), 1.0, rtol=1e-5)
+
+
+def test_method_name_marks_every_departure_from_the_defaults():
+    assert method_name(Args()) == "EPPO_ind"
+    assert method_name(dataclasses.replace(Args(), variant="mean", kappa=0.0)) == "EPPO_mean"
+    assert method_name(dataclasses.replace(Args(), variant="mean", kappa=0.0, critic_loss="mse")) == "EPPO_mean+mse"
+    every = dataclasses.replace(Args(), critic_loss="mse", xi=1.0, hyperprior_reduction="sum", evidence_init="prior-mode",
+                                evidence_transform="exp", norm_reward=False, ucb_in_returns=False)
+    assert method_name(every) == "EPPO_ind+mse+xi1+hp-sum+prior-mode+exp+no-norm-reward+no-ucb-in-returns"
+    # Distinct settings get distinct names (one table cell each).
+    names = {method_name(dataclasses.replace(Args(), **{field: value})) for field, value in
+             (("xi", 0.1), ("xi", 1.0), ("hyperprior_reduction", "once"), ("hyperprior_reduction", "sum"))}
+    assert len(names) == 4
