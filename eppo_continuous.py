@@ -10,6 +10,21 @@ A copy of ppo_continuous.py in which every change is marked ``# EPPO:``, so that
   the advantages become upper confidence bounds A + kappa * sqrt(var[A]) (Eq. ucb); EPPO_mean uses kappa = 0.
 - As in Algorithm 1 the returns (the critic's targets) are computed after the bonus is added
   (``--no-ucb-in-returns`` trains the critic on the mean advantage's return instead).
+- The choices the paper leaves open are flags (docs/eppo_open_choices.md): ``--critic-loss mse`` (the control: PPO's
+  MSE on omega), ``--hyperprior-reduction``, ``--evidence-init``, ``--evidence-transform``, ``--no-norm-reward``.
+
+TensorBoard tags under ``evidential/``, one point per update (means over the rollout the update used, or over the
+update's minibatch steps where noted):
+- omega, nu, alpha, beta; aleatoric_variance beta/(alpha-1), epistemic_variance beta/(nu(alpha-1)) (Sec. 3.1);
+- advantage_std sqrt(var[A]) (Eq. gae_var / gae_var_ind) and ucb_bonus kappa sqrt(var[A]) (Eq. ucb);
+- student_t_scale: sqrt(beta(1+nu)/(nu alpha)), the scale of the Student-t likelihood that the NLL fits;
+- targets_outside_2_scales: fraction of targets R with |R - omega| > 2 scales (about 5% for a calibrated critic with
+  a large alpha, up to 18% at alpha = 1; far more means the critic is overconfident);
+- zeta: (alpha+1/2) nu / (nu (R-omega)^2 + 2 beta (1+nu)), the factor by which the NLL rescales MSE's gradient on
+  omega (paper, "Plasticity preservation through evidential value learning"); > 1: larger steps than PPO's;
+- critic_grad_norm: the critic's gradient norm before clipping at --max-grad-norm (minibatch mean);
+- grad_share_omega, grad_share_nu, grad_share_alpha, grad_share_beta: each head row's share of the head's squared
+  gradient norm (weight and bias rows; minibatch mean): which output drives the critic's update.
 
 Everything else is the PPO template (paper Appendix B); its notes follow.
 CleanRL's reference script: https://docs.cleanrl.dev/rl-algorithms/ppo/#ppo_continuous_actionpy
@@ -68,6 +83,17 @@ GAE_VARIANTS = ("mean", "cor", "ind")
 # 1e-6 is about 8 ulp of 1.0 in float32 (eps 1.19e-7), so alpha = 1 + 1e-6 stays distinct from 1, while it is
 # far below any value the Gam(5, 1) hyperpriors (mean 5) favour, so it never shapes a trained critic.
 EVIDENCE_FLOOR = 1e-6
+# EPPO: the choices the paper leaves open (docs/eppo_open_choices.md); the first of each is the default.
+CRITIC_LOSSES = ("nll", "mse")
+HYPERPRIOR_REDUCTIONS = ("mean", "sum", "once")
+EVIDENCE_INITS = ("default", "prior-mode")
+EVIDENCE_TRANSFORMS = ("softplus", "exp")
+# EPPO: exp's input is capped so that exp never overflows: exp(20) = 4.9e8 keeps nu, alpha, beta, the NLL's lgamma
+# terms and var[V] finite in float32 (above the cap the gradient is 0, like a saturated softplus's is not).
+EXP_INPUT_MAX = 20.0
+# EPPO: --evidence-init prior-mode scales the nu, alpha, beta weight rows by this, so the evidence starts near the
+# hyperpriors' modes for every state.
+PRIOR_MODE_WEIGHT_SCALE = 0.01
 
 
 @dataclass
@@ -159,6 +185,9 @@ class Args:
     """width of the two hidden layers of the actor and of the critic"""
     normalization_clip: float = 10.0
     """normalized observations and rewards are clipped to +- this value"""
+    norm_reward: bool = True
+    """scale rewards by the running std of the discounted return and clip them (gymnasium's NormalizeReward; the
+    paper never mentions it); --no-norm-reward trains on the raw rewards (the statistics are still updated)"""
 
     # EPPO: evidential critic and optimistic advantages (paper Sec. 3, Appendix B)
     variant: Literal["mean", "cor", "ind"] = "ind"
@@ -185,11 +214,35 @@ class Args:
     """shape of the gamma hyperprior on beta"""
     beta_prior_rate: float = 1.0
     """rate of the gamma hyperprior on beta"""
+    critic_loss: Literal["nll", "mse"] = "nll"
+    """nll: the evidential loss NLL - xi log p(m) (Eq. loss_nll); mse: the control, PPO's MSE (omega - R)^2 on omega
+    only (no NLL, no hyperprior: the nu, alpha, beta outputs get no gradient and are only logged)"""
+    hyperprior_reduction: Literal["mean", "sum", "once"] = "mean"
+    """how xi's hyperprior is reduced over a minibatch of M (the NLL is always the per-sample mean): mean (Algorithm 1)
+    weighs -log p by xi per sample, sum by xi * M (summed prior), once by xi / M (one prior per minibatch)"""
+    evidence_init: Literal["default", "prior-mode"] = "default"
+    """default: the head's orthogonal init (std 1); prior-mode: nu, alpha - 1, beta start at the gamma hyperpriors'
+    modes ((shape - 1) / rate = 4 for Gam(5, 1)) with their weight rows scaled by 0.01"""
+    evidence_transform: Literal["softplus", "exp"] = "softplus"
+    """the positivity transform of the head's nu, alpha - 1, beta outputs (the paper does not name one)"""
 
 
 def method_name(args: Args) -> str:
-    """The method's name in result tables (sweeps and summaries use it)."""
-    return f"EPPO_{args.variant}"  # EPPO: EPPO_mean, EPPO_cor, EPPO_ind
+    """The method's name in result tables (sweeps and summaries use it).
+
+    EPPO: EPPO_mean, EPPO_cor, EPPO_ind; a run that departs from the paper's settings or from our readings of its
+    open choices (docs/eppo_open_choices.md) gets them appended, e.g. EPPO_mean+mse or EPPO_ind+xi1+prior-mode, so
+    that an ablation never shares a table cell with the method itself.
+    """
+    defaults = Args()
+    changes = [("mse", args.critic_loss != defaults.critic_loss),
+               (f"xi{args.xi:g}", args.xi != defaults.xi),
+               (f"hp-{args.hyperprior_reduction}", args.hyperprior_reduction != defaults.hyperprior_reduction),
+               (args.evidence_init, args.evidence_init != defaults.evidence_init),
+               (args.evidence_transform, args.evidence_transform != defaults.evidence_transform),
+               ("no-norm-reward", args.norm_reward != defaults.norm_reward),
+               ("no-ucb-in-returns", args.ucb_in_returns != defaults.ucb_in_returns)]
+    return "+".join([f"EPPO_{args.variant}"] + [name for name, changed in changes if changed])
 
 
 def make_env(args: Args, seed: int) -> gym.Env:
@@ -219,19 +272,56 @@ def mlp_trunk(input_dim: int, hidden_dim: int) -> nn.Sequential:
     )
 
 
-class EvidentialCritic(nn.Module):
-    """EPPO: PPO's critic trunk with a 4-output head for the NIG parameters (omega, nu, alpha, beta) (Sec. 3.1)."""
+def evidence_transform(raw: torch.Tensor, transform: str = "softplus") -> torch.Tensor:
+    """EPPO: the positivity transform of the head's nu, alpha - 1, beta outputs (--evidence-transform; Sec. 3.1 only
+    says that one is added to alpha): softplus, or exp with its input capped at EXP_INPUT_MAX."""
+    if transform == "softplus":
+        return F.softplus(raw)
+    if transform == "exp":
+        return torch.exp(raw.clamp(max=EXP_INPUT_MAX))
+    raise ValueError(f"unknown evidence transform {transform!r}; valid choices: {', '.join(EVIDENCE_TRANSFORMS)}")
 
-    def __init__(self, obs_dim: int, hidden_dim: int):
+
+def inverse_evidence_transform(value: float, transform: str = "softplus") -> float:
+    """EPPO: the head output that ``evidence_transform`` maps to ``value`` > 0 (softplus^-1(v) = v + log(1 - e^-v))."""
+    if transform == "softplus":
+        return value + math.log(-math.expm1(-value))
+    if transform == "exp":
+        return math.log(value)
+    raise ValueError(f"unknown evidence transform {transform!r}; valid choices: {', '.join(EVIDENCE_TRANSFORMS)}")
+
+
+def gamma_mode(shape: float, rate: float) -> float:
+    """EPPO: the mode (shape - 1) / rate of Gam(shape, rate), defined for shape > 1 (4 for the paper's Gam(5, 1))."""
+    if not shape > 1:
+        raise ValueError(f"Gam({shape}, {rate}) has its mode at 0 (shape <= 1)")
+    return (shape - 1.0) / rate
+
+
+class EvidentialCritic(nn.Module):
+    """EPPO: PPO's critic trunk with a 4-output head for the NIG parameters (omega, nu, alpha, beta) (Sec. 3.1).
+
+    ``init_modes`` = (nu, alpha - 1, beta) starts the evidence at these values (--evidence-init prior-mode): the
+    head's bias rows map to them and their weight rows are scaled by PRIOR_MODE_WEIGHT_SCALE (no extra random draws).
+    """
+
+    def __init__(self, obs_dim: int, hidden_dim: int, transform: str = "softplus", init_modes: Optional[tuple] = None):
         super().__init__()
         self.trunk = mlp_trunk(obs_dim, hidden_dim)
         self.head = layer_init(nn.Linear(hidden_dim, 4), std=1.0)
+        self.transform = transform
+        if init_modes is not None:
+            with torch.no_grad():
+                self.head.weight[1:] *= PRIOR_MODE_WEIGHT_SCALE
+                for row, mode in enumerate(init_modes, start=1):
+                    self.head.bias[row] = inverse_evidence_transform(mode - EVIDENCE_FLOOR, transform)
 
     def forward(self, x: torch.Tensor) -> tuple:
         raw_omega, raw_nu, raw_alpha, raw_beta = self.head(self.trunk(x)).unbind(-1)
-        nu = F.softplus(raw_nu) + EVIDENCE_FLOOR
-        alpha = F.softplus(raw_alpha) + 1.0 + EVIDENCE_FLOOR  # alpha > 1 keeps var[V] finite (Sec. 3.1, footnote)
-        beta = F.softplus(raw_beta) + EVIDENCE_FLOOR
+        nu = evidence_transform(raw_nu, self.transform) + EVIDENCE_FLOOR
+        # alpha > 1 keeps var[V] finite (Sec. 3.1, footnote)
+        alpha = evidence_transform(raw_alpha, self.transform) + 1.0 + EVIDENCE_FLOOR
+        beta = evidence_transform(raw_beta, self.transform) + EVIDENCE_FLOOR
         return raw_omega, nu, alpha, beta
 
     def features(self, x: torch.Tensor) -> torch.Tensor:
@@ -324,6 +414,62 @@ def nig_value_variance(nu: torch.Tensor, alpha: torch.Tensor, beta: torch.Tensor
     """EPPO: var[V] = beta/(alpha-1) * (1 + 1/nu), the law of total variance in paper Sec. 3.1."""
     aleatoric, epistemic = nig_variance_split(nu, alpha, beta)
     return aleatoric + epistemic
+
+
+def student_t_scale(nu: torch.Tensor, alpha: torch.Tensor, beta: torch.Tensor) -> torch.Tensor:
+    """EPPO: the scale sqrt(beta (1 + nu) / (nu alpha)) of the value's Student-t marginal St(omega, ., 2 alpha)
+    (Sec. 2.2); logged as evidential/student_t_scale, the width of the likelihood that the NLL fits."""
+    return torch.sqrt(beta * (1.0 + nu) / (nu * alpha))
+
+
+def nll_error_rescaling(error: torch.Tensor, nu: torch.Tensor, alpha: torch.Tensor, beta: torch.Tensor) -> torch.Tensor:
+    """EPPO: zeta = (alpha + 1/2) nu / (nu error^2 + 2 beta (1 + nu)), the factor by which the NLL's gradient on omega
+    rescales MSE's, dNLL/domega = -zeta 2 (y - omega) (paper, paragraph "Plasticity preservation through evidential
+    value learning"); zeta > 1 means larger omega steps than PPO's for the same error."""
+    return (alpha + 0.5) * nu / (nu * error.square() + 2.0 * beta * (1.0 + nu))
+
+
+def hyperprior_weight(xi: float, reduction: str, minibatch_size: int) -> float:
+    """EPPO: the per-sample weight w of -log p(m) in L = mean(NLL) + w mean(-log p(m)) (--hyperprior-reduction).
+
+    mean: Algorithm 1 averages both terms over the minibatch, w = xi. sum: the hyperprior summed over the minibatch
+    beside the averaged NLL, w = xi M. once: the hyperprior counted once per minibatch against the summed NLL,
+    (sum NLL + xi mean(-log p)) / M, w = xi / M. The NLL keeps its per-sample scale, so gradient clipping and Adam
+    see the same NLL in all three.
+    """
+    weights = {"mean": xi, "sum": xi * minibatch_size, "once": xi / minibatch_size}
+    if reduction not in weights:
+        raise ValueError(f"unknown hyperprior reduction {reduction!r}; valid choices: {', '.join(HYPERPRIOR_REDUCTIONS)}")
+    return weights[reduction]
+
+
+def evidential_critic_loss(y: torch.Tensor, omega: torch.Tensor, nu: torch.Tensor, alpha: torch.Tensor,
+                           beta: torch.Tensor, critic_loss: str = "nll", prior_weight: float = 0.01,
+                           **hyperprior) -> tuple:
+    """EPPO: (loss, mean NLL, mean -log p(m)) of a minibatch of targets y.
+
+    nll: L = mean NLL + prior_weight * mean(-log p(m)) (Eq. loss_nll, Sec. 3.1, Algorithm 1). mse (--critic-loss
+    mse, the control): L = mean (omega - y)^2, PPO's value loss (Algorithm 1), so nu, alpha, beta get no gradient;
+    the NLL and the hyperprior are still returned for logging.
+    """
+    nll = nig_nll(y, omega, nu, alpha, beta).mean()
+    negative_log_prior = -nig_log_hyperprior(omega, nu, alpha, beta, **hyperprior).mean()
+    if critic_loss == "nll":
+        return nll + prior_weight * negative_log_prior, nll, negative_log_prior
+    if critic_loss == "mse":
+        return (omega - y).square().mean(), nll.detach(), negative_log_prior.detach()
+    raise ValueError(f"unknown critic loss {critic_loss!r}; valid choices: {', '.join(CRITIC_LOSSES)}")
+
+
+def head_gradient_shares(weight_grad: torch.Tensor, bias_grad: torch.Tensor) -> torch.Tensor:
+    """EPPO: each output row's share of the squared gradient norm of a linear head (weight and bias rows together).
+
+    For the evidential head the rows are (omega, nu, alpha, beta): the shares say which term of the critic loss
+    drives the update. Row k's gradient is sum_i g_ik (h_i, 1) for the pre-activation gradients g, so it is 0 exactly
+    when output k gets no gradient. Shares sum to 1 (all 0 for a zero gradient).
+    """
+    squared = weight_grad.square().sum(-1) + bias_grad.square()
+    return squared / squared.sum().clamp_min(torch.finfo(squared.dtype).tiny)
 
 
 def probabilistic_gae(rewards, values, value_vars, next_values, next_value_vars, terminations, dones,
@@ -500,6 +646,17 @@ def validate_args(args: Args) -> None:
             raise ValueError(f"--{name.replace('_', '-')} must be a finite number > 0, got {getattr(args, name)}")
     if not math.isfinite(args.omega_prior_loc):
         raise ValueError(f"--omega-prior-loc must be finite, got {args.omega_prior_loc}")
+    for flag, value, choices in (("--critic-loss", args.critic_loss, CRITIC_LOSSES),
+                                 ("--hyperprior-reduction", args.hyperprior_reduction, HYPERPRIOR_REDUCTIONS),
+                                 ("--evidence-init", args.evidence_init, EVIDENCE_INITS),
+                                 ("--evidence-transform", args.evidence_transform, EVIDENCE_TRANSFORMS)):
+        if value not in choices:
+            raise ValueError(f"{flag} must be one of {', '.join(choices)}, got {value!r}")
+    if args.evidence_init == "prior-mode":
+        for name in ("nu_prior_shape", "alpha_prior_shape", "beta_prior_shape"):
+            if not getattr(args, name) > 1:
+                raise ValueError(f"--evidence-init prior-mode needs --{name.replace('_', '-')} > 1 (a gamma "
+                                 f"hyperprior with a positive mode), got {getattr(args, name)}; or use default")
     if args.clip_vloss:
         raise ValueError("--clip-vloss is PPO's clipping of a point-value loss and is not defined for the evidential "
                          "critic's likelihood; use --no-clip-vloss (the default, as in the paper)")
@@ -659,7 +816,12 @@ if __name__ == "__main__":
     action_low, action_high = envs[0].action_space.low, envs[0].action_space.high
 
     actor = Actor(obs_dim, action_dim, args.hidden_dim).to(device)
-    critic = EvidentialCritic(obs_dim, args.hidden_dim).to(device)  # EPPO
+    # EPPO: the evidential critic, optionally started at the hyperpriors' modes (--evidence-init prior-mode)
+    init_modes = None
+    if args.evidence_init == "prior-mode":
+        init_modes = tuple(gamma_mode(getattr(args, f"{name}_prior_shape"), getattr(args, f"{name}_prior_rate"))
+                           for name in ("nu", "alpha", "beta"))
+    critic = EvidentialCritic(obs_dim, args.hidden_dim, args.evidence_transform, init_modes).to(device)
     # fused Adam: one kernel over all parameters, ~8% faster per minibatch on the CPU than the default loop
     actor_optimizer = optim.Adam(actor.parameters(), lr=args.learning_rate, eps=1e-5, fused=True)
     critic_optimizer = optim.Adam(critic.parameters(), lr=args.learning_rate, eps=1e-5, fused=True)
@@ -667,6 +829,7 @@ if __name__ == "__main__":
     hyperprior = dict(omega_loc=args.omega_prior_loc, omega_scale=args.omega_prior_scale, nu_shape=args.nu_prior_shape,
                       nu_rate=args.nu_prior_rate, alpha_shape=args.alpha_prior_shape, alpha_rate=args.alpha_prior_rate,
                       beta_shape=args.beta_prior_shape, beta_rate=args.beta_prior_rate)
+    prior_weight = hyperprior_weight(args.xi, args.hyperprior_reduction, args.minibatch_size)  # EPPO
     obs_rms = RunningMeanStd((obs_dim,))
     return_rms = RunningMeanStd(())
 
@@ -864,8 +1027,10 @@ if __name__ == "__main__":
                         episode_return[i], episode_length[i] = 0.0, 0
                         raw_obs[i] = env.unwrapped.reset()[0]
                 return_rms.update(discounted_return)
-                scaled_reward = rewards_buffer[step] / np.sqrt(return_rms.var + 1e-8)
-                rewards_buffer[step] = np.minimum(np.maximum(scaled_reward, -args.normalization_clip), args.normalization_clip)
+                if args.norm_reward:
+                    scaled_reward = rewards_buffer[step] / np.sqrt(return_rms.var + 1e-8)
+                    rewards_buffer[step] = np.minimum(np.maximum(scaled_reward, -args.normalization_clip),
+                                                      args.normalization_clip)
                 obs_rms.update(raw_obs)
                 obs = obs_rms.normalize(raw_obs, args.normalization_clip)
                 next_obs_buffer[step] = obs
@@ -906,10 +1071,14 @@ if __name__ == "__main__":
             advantages, returns = ucb_advantages_and_returns(advantages, advantage_stds, values, args.kappa,
                                                              args.ucb_in_returns)
             # EPPO: rollout means of the evidence, logged under evidential/ (one host sync)
+            scales = student_t_scale(nu, alpha, beta)
             evidential_stats = dict(zip(
-                ("omega", "aleatoric_variance", "epistemic_variance", "advantage_std", "ucb_bonus", "alpha", "nu", "beta"),
+                ("omega", "aleatoric_variance", "epistemic_variance", "advantage_std", "ucb_bonus", "alpha", "nu", "beta",
+                 "student_t_scale", "targets_outside_2_scales", "zeta"),
                 torch.stack([values.mean(), aleatoric_vars.mean(), epistemic_vars.mean(), advantage_stds.mean(),
-                             args.kappa * advantage_stds.mean(), alpha.mean(), nu.mean(), beta.mean()]).tolist()))
+                             args.kappa * advantage_stds.mean(), alpha.mean(), nu.mean(), beta.mean(), scales.mean(),
+                             ((returns - values).abs() > 2.0 * scales).float().mean(),
+                             nll_error_rescaling(returns - values, nu, alpha, beta).mean()]).tolist()))
 
         # ---- Update ----
         b_obs = b_obs.reshape(batch_size, obs_dim)
@@ -922,6 +1091,7 @@ if __name__ == "__main__":
         loss_sums = torch.zeros(7, device=device)
         clipfrac_sum = torch.zeros((), device=device)
         critic_max_grad = 0.0
+        critic_grad_sums = torch.zeros(5, device=device)  # EPPO: critic grad norm, head shares (omega, nu, alpha, beta)
         minibatch_steps, skipped_this_update, skip_reasons = 0, 0, set()
         for epoch in range(args.update_epochs):
             permutation = torch.randperm(batch_size, device=device)
@@ -940,11 +1110,10 @@ if __name__ == "__main__":
                 entropy = gaussian_entropy(actor.log_std)
                 actor_loss = pg_loss - args.ent_coef * entropy
 
-                # EPPO: L = NLL - xi * log p(m) on the targets R (Eq. loss_nll, Sec. 3.1; --clip-vloss is rejected)
-                new_evidence = critic(b_obs[mb])
-                nll_loss = nig_nll(b_returns[mb], *new_evidence).mean()
-                hyperprior_loss = -nig_log_hyperprior(*new_evidence, **hyperprior).mean()
-                v_loss = nll_loss + args.xi * hyperprior_loss
+                # EPPO: L = NLL - xi * log p(m) on the targets R (Eq. loss_nll, Sec. 3.1; --clip-vloss is rejected);
+                # --critic-loss mse: PPO's (omega - R)^2 instead
+                v_loss, nll_loss, hyperprior_loss = evidential_critic_loss(
+                    b_returns[mb], *critic(b_obs[mb]), args.critic_loss, prior_weight, **hyperprior)
                 critic_loss = v_loss
 
                 actor_optimizer.zero_grad(set_to_none=True)
@@ -968,6 +1137,9 @@ if __name__ == "__main__":
                 critic_optimizer.step()
                 minibatch_steps += 1
                 critic_max_grad = max(critic_max_grad, critic_grad_max)
+                # EPPO: the critic's gradient norm before clipping and the head rows' shares of it, summed on device
+                critic_grad_sums += torch.cat([critic_grad_norm.reshape(1), head_gradient_shares(
+                    critic.head.weight.grad, critic.head.bias.grad)]).detach()
                 loss_sums += torch.stack([pg_loss, v_loss, entropy, old_approx_kl, approx_kl, nll_loss,
                                           hyperprior_loss]).detach()  # EPPO: + nll, hyperprior
             if consecutive_nonfinite >= args.max_nonfinite_skips:
@@ -1000,6 +1172,10 @@ if __name__ == "__main__":
             writer.add_scalar("losses/nll", nll_mean, global_step)
             writer.add_scalar("losses/hyperprior", hyperprior_mean, global_step)
             for tag, value in evidential_stats.items():
+                writer.add_scalar(f"evidential/{tag}", value, global_step)
+            critic_grad_means = (critic_grad_sums / minibatch_steps).tolist()  # EPPO: the critic's gradient
+            for tag, value in zip(("critic_grad_norm", "grad_share_omega", "grad_share_nu", "grad_share_alpha",
+                                   "grad_share_beta"), critic_grad_means):
                 writer.add_scalar(f"evidential/{tag}", value, global_step)
         now = time.perf_counter()
         timers["wall"] += now - wall_mark

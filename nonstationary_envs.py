@@ -22,11 +22,18 @@ the wrapper does not override ``step``.
 * none: one stationary task. The model is left unchanged.
 
 ``get_env_state`` / ``set_env_state`` capture and restore an episode in progress, for checkpoints.
+
+Importing this module turns off MuJoCo's log file (``MUJOCO_LOG.TXT``, which MuJoCo appends to in the
+current directory for every warning); warnings are still printed to stderr. ``make_nonstationary_env``
+drops the one known warning of gymnasium's ``half_cheetah.xml`` (the deprecated ``settotalmass``
+compiler attribute) while the env is built; every other MuJoCo warning is printed as before.
 """
 
 from __future__ import annotations
 
+import contextlib
 import operator
+import sys
 from typing import Any
 
 import gymnasium as gym
@@ -78,11 +85,57 @@ FLOOR_GEOM = "floor"
 _DERIVED_FIELDS = ("xpos", "cfrc_ext")
 _INTEGRATION = mujoco.mjtState.mjSTATE_INTEGRATION
 
+# gymnasium's half_cheetah.xml has <compiler settotalmass="14">. MuJoCo 4 still applies it (the compiled
+# masses are the ones gymnasium intends) but warns at every compile, i.e. for every training and evaluation
+# env. The warning is about the XML file, not about anything a run can change, so it is dropped while
+# make_nonstationary_env builds an env; all other warnings pass.
+_SETTOTALMASS_DEPRECATION = "compiler attribute 'settotalmass' is deprecated"
+
+
+def _disable_mujoco_log_file() -> None:
+    """Stop MuJoCo's default log handler from appending to MUJOCO_LOG.TXT in the current directory.
+
+    By default every MuJoCo warning and error is both printed and written to that file, which lands in
+    the checkout or the run's working directory. Printing stays on (mju_setLogConfig's logto_console).
+    """
+    config = mujoco.MjLogConfig.get()
+    if config.logto_file:
+        config.logto_file = False
+        config.set()
+
+
+_disable_mujoco_log_file()
+
+
+@contextlib.contextmanager
+def _without_settotalmass_warning():
+    """Drop MuJoCo's settotalmass deprecation warning inside the block; forward every other warning.
+
+    Other warnings go to the previously installed handler, or, with none installed, to stderr in the
+    format of MuJoCo's default handler. The previous handler is restored on exit, so warnings raised
+    while stepping (e.g. "Nan, Inf or huge value in QACC") never pass through this filter.
+    """
+    previous = mujoco.get_mju_user_warning()
+
+    def handler(message: str) -> None:
+        if message.startswith(_SETTOTALMASS_DEPRECATION):
+            return
+        if previous is not None:
+            previous(message)
+        else:
+            print(f"WARNING: {message}\n", file=sys.stderr, flush=True)
+
+    mujoco.set_mju_user_warning(handler)
+    try:
+        yield
+    finally:
+        mujoco.set_mju_user_warning(previous)
+
 
 def valid_strategies(env_id: str, experiment: str) -> tuple[str, ...]:
     """Strategy names allowed for (env_id, experiment); empty for "none", which ignores the strategy."""
-    _check_choice("env_id", env_id, ENV_IDS)
-    _check_choice("experiment", experiment, EXPERIMENTS)
+    _check_choice("--env-id", env_id, "is not a supported environment", ENV_IDS)
+    _check_choice("--experiment", experiment, "is not an experiment", EXPERIMENTS)
     if experiment == "slippery":
         return SLIPPERY_STRATEGIES
     if experiment == "paralysis":
@@ -91,11 +144,17 @@ def valid_strategies(env_id: str, experiment: str) -> tuple[str, ...]:
 
 
 def validate_setting(env_id: str, experiment: str, strategy: str, friction_mode: str = "floor") -> None:
-    """Raise ValueError naming the valid choices if the setting is unknown; build nothing."""
+    """Raise ValueError if the setting is unknown; build nothing.
+
+    The message is one line naming the command-line flag and the valid choices, e.g.
+    "--strategy: 'cross-v1' is not a paralysis strategy for Ant-v5; choose one of back-one, front-one, ...".
+    """
     strategies = valid_strategies(env_id, experiment)
-    _check_choice("friction_mode", friction_mode, FRICTION_MODES)
-    if experiment != "none":
-        _check_choice(f"strategy for experiment {experiment!r} on {env_id}", strategy, strategies)
+    _check_choice("--friction-mode", friction_mode, "is not a friction mode", FRICTION_MODES)
+    if experiment == "slippery":
+        _check_choice("--strategy", strategy, "is not a slippery strategy", strategies)
+    elif experiment == "paralysis":
+        _check_choice("--strategy", strategy, f"is not a paralysis strategy for {env_id}", strategies)
 
 
 def task_schedule(env_id: str, experiment: str, strategy: str) -> list:
@@ -194,7 +253,9 @@ def make_nonstationary_env(
     Reach the API through env.get_wrapper_attr: set_task, task_index, num_tasks, task_description.
     """
     validate_setting(env_id, experiment, strategy, friction_mode)
-    return NonstationaryEnv(gym.make(env_id, **gym_kwargs), env_id, experiment, strategy, friction_mode)
+    with _without_settotalmass_warning():
+        env = gym.make(env_id, **gym_kwargs)
+    return NonstationaryEnv(env, env_id, experiment, strategy, friction_mode)
 
 
 def actuator_joint_names(model: mujoco.MjModel) -> tuple[str, ...]:
@@ -263,9 +324,10 @@ def set_env_state(env: gym.Env, state: dict) -> None:
             w._elapsed_steps = entry["elapsed_steps"]
 
 
-def _check_choice(name: str, value: str, choices: tuple[str, ...]) -> None:
+def _check_choice(flag: str, value: str, what: str, choices: tuple[str, ...]) -> None:
+    """ValueError "{flag}: {value!r} {what}; choose one of {choices}" unless value is one of choices."""
     if value not in choices:
-        raise ValueError(f"unknown {name} {value!r}; valid choices: {', '.join(choices)}")
+        raise ValueError(f"{flag}: {value!r} {what}; choose one of {', '.join(choices)}")
 
 
 def _setting(wrapper: NonstationaryEnv) -> dict:

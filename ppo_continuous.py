@@ -157,6 +157,9 @@ class Args:
     """width of the two hidden layers of the actor and of the critic"""
     normalization_clip: float = 10.0
     """normalized observations and rewards are clipped to +- this value"""
+    norm_reward: bool = True
+    """scale rewards by the running std of the discounted return and clip them (gymnasium's NormalizeReward; the
+    paper never mentions it); --no-norm-reward trains on the raw rewards (the statistics are still updated)"""
 
 
 def method_name(args: Args) -> str:
@@ -531,7 +534,7 @@ def validate_args(args: Args) -> None:
     try:
         nonstationary_envs.validate_setting(args.env_id, args.experiment, args.strategy, args.friction_mode)
     except ValueError as error:
-        raise ValueError(f"--env-id/--experiment/--strategy/--friction-mode: {error}") from None
+        raise ValueError(str(error)) from None
     schedule_length = len(nonstationary_envs.task_schedule(args.env_id, args.experiment, args.strategy))
     positive = ["steps_per_task", "num_steps", "num_envs", "minibatch_size", "update_epochs", "eval_frequency",
                 "eval_episodes", "max_episode_steps", "max_nonfinite_skips", "save_states_every", "hidden_dim",
@@ -907,7 +910,8 @@ if __name__ == "__main__":
     for seed in seeds:
         print(f"  writes {run_dirs[seed]}")
     if checkpoints:
-        print(f"resuming from global_step {global_step} (task {task_index})")
+        for seed in seeds:
+            print(f"resuming {run_dirs[seed]} from global_step {global_step} (task {task_index})")
 
     # SIGTERM (SLURM preemption) and SIGINT (Ctrl-C) stop the run at the next update boundary with a checkpoint
     stop_signal = []
@@ -1046,9 +1050,10 @@ if __name__ == "__main__":
                         episode_return[k, i], episode_length[k, i] = 0.0, 0
                         raw_obs[k, i] = env.unwrapped.reset()[0]
                 return_rms.update(discounted_return)
-                scaled_reward = rewards_buffer[:, step] / np.sqrt(return_rms.var + 1e-8)
-                rewards_buffer[:, step] = np.minimum(np.maximum(scaled_reward, -args.normalization_clip),
-                                                     args.normalization_clip)
+                if args.norm_reward:
+                    scaled_reward = rewards_buffer[:, step] / np.sqrt(return_rms.var + 1e-8)
+                    rewards_buffer[:, step] = np.minimum(np.maximum(scaled_reward, -args.normalization_clip),
+                                                         args.normalization_clip)
                 obs_rms.update(raw_obs)
                 obs = obs_rms.normalize(raw_obs, args.normalization_clip)
                 next_obs_buffer[:, step] = obs

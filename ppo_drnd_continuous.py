@@ -166,6 +166,9 @@ class Args:
     """width of the two hidden layers of the actor and of the critic"""
     normalization_clip: float = 10.0
     """normalized observations and rewards are clipped to +- this value"""
+    norm_reward: bool = True
+    """scale rewards by the running std of the discounted return and clip them (gymnasium's NormalizeReward; the
+    paper never mentions it); --no-norm-reward trains on the raw rewards (the statistics are still updated)"""
 
     # DRND: bonus ensemble (EPPO paper, Appendix B) and intrinsic-reward settings (original code, online/config.conf)
     num_targets: int = 10
@@ -860,8 +863,10 @@ if __name__ == "__main__":
                         episode_return[i], episode_length[i] = 0.0, 0
                         raw_obs[i] = env.unwrapped.reset()[0]
                 return_rms.update(discounted_return)
-                scaled_reward = rewards_buffer[step] / np.sqrt(return_rms.var + 1e-8)
-                rewards_buffer[step] = np.minimum(np.maximum(scaled_reward, -args.normalization_clip), args.normalization_clip)
+                if args.norm_reward:
+                    scaled_reward = rewards_buffer[step] / np.sqrt(return_rms.var + 1e-8)
+                    rewards_buffer[step] = np.minimum(np.maximum(scaled_reward, -args.normalization_clip),
+                                                      args.normalization_clip)
                 obs_rms.update(raw_obs)
                 obs = obs_rms.normalize(raw_obs, args.normalization_clip)
                 next_obs_buffer[step] = obs

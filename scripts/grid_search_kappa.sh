@@ -9,7 +9,7 @@
 #
 # Default grids: the paper's Table "Hyperparameters" and text (EPPO_cor {0.01, 0.1, 0.25}, EPPO_ind
 # {0.01, 0.05, 0.1}); note that the paper's selected values (Table "kappa_values") use 0.05 for
-# EPPO_cor and 0.25 for EPPO_ind, outside these grids (see README). Runs go to
+# EPPO_cor and 0.25 for EPPO_ind, outside these grids (see docs/sweeps.md). Runs go to
 # <root>/kappa<K>/<experiment>/<env>/<strategy>/<method>/seed<k>; a relaunch resumes the grid.
 # --select-only skips the sweep (e.g. after running the same grid with scripts/slurm_sweep.sh
 # --kappa-grid EPPO_cor=... --kappa-grid EPPO_ind=... --seeds 1001-1003 --root ROOT).

@@ -1,11 +1,18 @@
 """Learning curves and plasticity figures of a sweep (the paper's Appendix figures), PNG and PDF.
 
-    python scripts/plot_curves.py runs/sweep [--out runs/sweep/plots] [--methods PPO,EPPO_cor]
+    python scripts/plot_curves.py runs/sweep [--out runs/sweep/plots] [--methods PPO,EPPO_cor] [--bootstrap-reps 2000]
 
 Per setting (experiment/env/strategy):
 - <out>/<experiment>_<env>_<strategy>_curves.{png,pdf}: mean evaluation return over seeds vs environment
   steps with a shaded one-standard-error band, vertical dotted lines at the task changes, and legend
   entries "method: AULC mean ± se, Final Return mean ± se" (the paper's legend order);
+- ..._seeds.{png,pdf}: one panel per method, every seed's learning curve as a thin line (labelled with its
+  seed at its end) beside the mean over seeds: a mean hides seeds that split into a high and a low mode;
+- ..._profile.{png,pdf}: performance profiles (Agarwal et al. 2021, as rliable draws them): for AULC and
+  Final Return, the fraction of each method's runs scoring > tau against tau, with 95% percentile
+  intervals of a bootstrap over seeds (--bootstrap-reps, default 2000; --bootstrap-seed, default 0;
+  summarize.performance_profile, see docs/statistics.md). One curve above another everywhere = better
+  at every threshold;
 - with plasticity.csv in the runs: ..._plasticity_box.{png,pdf}: effective rank, stable rank and dormant
   unit % per method as box plots over seeds, each seed's value averaged over its task ends (paper
   Appendix "Plasticity preservation analysis"); ..._plasticity_evolution.{png,pdf}: the same metrics
@@ -31,14 +38,28 @@ PLASTICITY_METRICS = {"effective_rank": "effective rank", "stable_rank": "stable
 LINE_STYLES = ["--", ":", "-.", "-"]
 
 
-def mean_curve(runs: list[summarize.RunRecord]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(steps, mean, standard error) of the evaluation return over runs that share one step grid."""
+def seed_curves(runs: list[summarize.RunRecord]) -> tuple[np.ndarray, np.ndarray]:
+    """(steps, returns): the evaluation return of every run (one row per run) on the step grid they share."""
     grids = {tuple(e.global_step for e in run.evaluations) for run in runs}
     if len(grids) != 1:
         raise ValueError(f"runs evaluated at different steps cannot be averaged: {sorted(r.run_dir for r in runs)}")
-    returns = np.array([[e.return_mean for e in run.evaluations] for run in runs])
+    return np.array(grids.pop()), np.array([[e.return_mean for e in run.evaluations] for run in runs])
+
+
+def mean_curve(runs: list[summarize.RunRecord]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(steps, mean, standard error) of the evaluation return over runs that share one step grid."""
+    steps, returns = seed_curves(runs)
     se = returns.std(axis=0, ddof=1) / np.sqrt(len(runs)) if len(runs) > 1 else np.zeros(returns.shape[1])
-    return np.array(grids.pop()), returns.mean(axis=0), se
+    return steps, returns.mean(axis=0), se
+
+
+def profile_taus(cells: dict[str, list[summarize.RunRecord]], metric: str, points: int = 201) -> np.ndarray:
+    """The thresholds of a performance profile: `points` values evenly spaced from just below the lowest to
+    the highest `metric` of all runs drawn (so the profiles start at 1 and end at 0)."""
+    values = np.array([getattr(r, metric) for runs in cells.values() for r in runs], dtype=float)
+    low, high = float(values.min()), float(values.max())
+    pad = 0.02 * (high - low) if high > low else max(1.0, 0.02 * abs(high))
+    return np.linspace(low - pad, high, points)
 
 
 def legend_label(method: str, runs: list[summarize.RunRecord], decimals: int) -> str:
@@ -79,7 +100,59 @@ def _save(figure, out: str, stem: str, formats: list[str]) -> list[str]:
     return paths
 
 
-def plot_setting(setting, cells: dict[str, list[summarize.RunRecord]], out: str, formats: list[str], decimals: int) -> list[str]:
+def plot_seeds(setting, cells: dict[str, list[summarize.RunRecord]], out: str, formats: list[str]) -> list[str]:
+    """<stem>_seeds: one panel per method, every seed's learning curve as a thin line (its seed number at its
+    end) beside the mean over seeds (thick): shows what a mean hides, e.g. seeds split into two modes."""
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(1, len(cells), figsize=(4.2 * len(cells), 3.6), sharey=True, squeeze=False)
+    any_run = next(iter(cells.values()))[0]
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for k, (method, runs) in enumerate(cells.items()):
+        ax, color = axes[0][k], colors[k % len(colors)]
+        for i in range(1, any_run.num_tasks):
+            ax.axvline(i * any_run.steps_per_task, color="black", linestyle=":", linewidth=0.8)
+        steps, returns = seed_curves(runs)
+        for run, curve in zip(runs, returns):
+            ax.plot(steps, curve, color=color, linewidth=0.7, alpha=0.45)
+            ax.annotate(str(run.seed), (steps[-1], curve[-1]), xytext=(2, 0), textcoords="offset points", fontsize=6, color=color, va="center")
+        ax.plot(steps, returns.mean(axis=0), color=color, linewidth=2.2, label="mean")
+        ax.set(title=f"{method} (n = {len(runs)} seeds)", xlabel="environment steps")
+        ax.grid(alpha=0.3)
+    axes[0][0].set_ylabel("evaluation return")
+    axes[0][0].legend(fontsize="small", loc="upper left")
+    figure.suptitle(f"{setting}: every seed (thin, seed number at the end) and the mean (thick)")
+    figure.tight_layout()
+    written = _save(figure, out, f"{setting.experiment}_{setting.env}_{setting.strategy}_seeds", formats)
+    plt.close(figure)
+    return written
+
+
+def plot_profiles(setting, cells: dict[str, list[summarize.RunRecord]], out: str, formats: list[str], reps: int, seed: int) -> list[str]:
+    """<stem>_profile: performance profiles (Agarwal et al. 2021): per metric, the fraction of a method's runs
+    whose AULC (Final Return) is > tau, against tau, with a 95% bootstrap interval over the seeds."""
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(1, len(summarize.METRICS), figsize=(5.2 * len(summarize.METRICS), 3.8), squeeze=False)
+    for col, metric in enumerate(summarize.METRICS):
+        ax = axes[0][col]
+        taus = profile_taus(cells, metric)
+        for k, (method, runs) in enumerate(cells.items()):
+            fraction, low, high = summarize.performance_profile([[getattr(r, metric) for r in runs]], taus, reps=reps, seed=seed)
+            line = ax.plot(taus, fraction, LINE_STYLES[k % len(LINE_STYLES)], linewidth=1.8, label=f"{method} (n = {len(runs)})")[0]
+            ax.fill_between(taus, low, high, color=line.get_color(), alpha=0.2, linewidth=0)
+        ax.set(xlabel=f"{summarize.METRIC_LABELS[metric]} threshold τ", ylabel="fraction of runs with score > τ", ylim=(-0.02, 1.02))
+        ax.grid(alpha=0.3)
+    axes[0][-1].legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1))
+    figure.suptitle(f"{setting}: performance profiles (95% bootstrap intervals over seeds, {reps} resamples)")
+    figure.tight_layout()
+    written = _save(figure, out, f"{setting.experiment}_{setting.env}_{setting.strategy}_profile", formats)
+    plt.close(figure)
+    return written
+
+
+def plot_setting(setting, cells: dict[str, list[summarize.RunRecord]], out: str, formats: list[str], decimals: int,
+                 reps: int = summarize.BOOTSTRAP_REPS, seed: int = 0) -> list[str]:  # fmt: skip
     import matplotlib.pyplot as plt
 
     stem = f"{setting.experiment}_{setting.env}_{setting.strategy}"
@@ -99,6 +172,8 @@ def plot_setting(setting, cells: dict[str, list[summarize.RunRecord]], out: str,
     axes.grid(alpha=0.3)
     written += _save(figure, out, f"{stem}_curves", formats)
     plt.close(figure)
+    written += plot_seeds(setting, cells, out, formats)
+    written += plot_profiles(setting, cells, out, formats, reps, seed)
 
     plasticity = {m: {r.run_dir: read_plasticity(r.run_dir) for r in runs} for m, runs in cells.items()}
     found = {row["network"] for per_run in plasticity.values() for rows in per_run.values() for row in rows}
@@ -157,7 +232,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", help="output directory (default ROOT/plots)")
     parser.add_argument("--methods", help="comma list of methods to draw (default: all found)")
     parser.add_argument("--formats", default="png,pdf", help="comma list of file formats (default png,pdf)")
+    parser.add_argument("--bootstrap-reps", type=int, default=summarize.BOOTSTRAP_REPS,
+                        help=f"bootstrap resamples of the performance profiles' intervals (default {summarize.BOOTSTRAP_REPS})")  # fmt: skip
+    parser.add_argument("--bootstrap-seed", type=int, default=0, help="seed of that resampling (default 0)")
     args = parser.parse_args(argv)
+    if args.bootstrap_reps < 1:
+        print("error: --bootstrap-reps must be >= 1", file=sys.stderr)
+        return 2
     if not os.path.isdir(args.root):
         print(f"error: {args.root} is not a directory", file=sys.stderr)
         return 2
@@ -189,7 +270,7 @@ def main(argv: list[str] | None = None) -> int:
         labels = summarize.method_order(m for s, m in groups if s == setting)
         cells = {m: [groups[(setting, m)][seed] for seed in sorted(groups[(setting, m)])] for m in labels}
         try:
-            for path in plot_setting(setting, cells, out, formats, decimals):
+            for path in plot_setting(setting, cells, out, formats, decimals, args.bootstrap_reps, args.bootstrap_seed):
                 print(path)
         except ValueError as error:
             print(f"error: {setting}: {error}", file=sys.stderr)

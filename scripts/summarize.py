@@ -4,6 +4,7 @@
     python scripts/summarize.py runs/sweep --paper           # the paper's numbers beside ours
     python scripts/summarize.py runs/sweep --format latex    # or csv
     python scripts/summarize.py runs/grid --select-kappa     # kappa grid search -> paper_kappa.csv format
+    python scripts/summarize.py runs/sweep --robust --threshold 2000   # + IQM, bootstrap intervals, every seed
 
 Reads every run directory under ROOT (evaluations.csv, config.json, summary.json). Per run (paper §4):
 - AULC: mean of the evaluation return (return_mean, itself the mean over the evaluation episodes)
@@ -19,6 +20,22 @@ each method's rank by cell mean (1 = highest; ties share the average rank). Both
 settings in which every method of the table has results, so that methods are compared on the same
 settings. Runs that did not finish (no summary.json) or lack evaluation rows are listed separately
 and never averaged.
+
+Robust statistics (--robust, Markdown and CSV; docs/statistics.md): the paper's tables stay as they are,
+and the aggregate statistics that Agarwal et al. 2021 ("Deep RL at the edge of the statistical precipice")
+recommend for few, skewed or bimodal seeds follow them, computed as their rliable package computes them:
+- per cell, the interquartile mean (IQM: the mean after cutting floor(n/4) seeds at each end, i.e.
+  scipy.stats.trim_mean(x, 0.25); the plain mean for n < 4) with the 95% percentile interval of a
+  bootstrap over seeds (--bootstrap-reps, default 2000; --bootstrap-seed, default 0: the same numbers on
+  every run);
+- per method, the aggregate IQM of all its runs over the settings where every method has results, with a
+  stratified bootstrap interval (each setting's runs resampled within that setting); raw returns, or with
+  --normalize minmax each setting rescaled to [0, 1] by the lowest and highest run of any method shown;
+- every seed's value, and with --threshold T how many seeds per cell are above T: a mean hides seeds that
+  split into a high and a low mode.
+In CSV the cell rows gain the columns iqm, iqm_ci_low, iqm_ci_high, normalize, threshold, n_above and
+seed_values ("seed:value;..."), and rows with row=aggregate_iqm (env=all, n = runs pooled) follow.
+Performance profiles are drawn by scripts/plot_curves.py (performance_profile below).
 """
 
 from __future__ import annotations
@@ -363,6 +380,164 @@ def read_paper_results(path: str = PAPER_RESULTS_CSV) -> dict[tuple[str, runlist
     return table
 
 
+# ---------------------------------------------------------------- robust statistics (--robust)
+# The aggregate statistics of Agarwal et al. 2021, "Deep RL at the edge of the statistical precipice" (NeurIPS),
+# computed as its `rliable` package computes them, but with numpy: rliable 1.2.0 (its latest release) requires
+# arch < 8, and pip resolves that next to our numpy 2.4.6 / scipy 1.17.1 to arch 7.2.0 + pandas 3.1.1, which
+# fails at import (arch calls pandas' deprecate_kwarg with its pre-3.0 signature); it imports only with pandas,
+# statsmodels, seaborn and arch pinned back (~160 MB of dependencies for three estimators), and it draws its
+# resamples from numpy's global random state. The estimators below are rliable's definitions (IQM =
+# scipy.stats.trim_mean(x, 0.25); percentile intervals of a stratified bootstrap; run-score distributions),
+# each a few lines, tested against scipy, closed forms and exact enumerations (tests/test_summarize.py).
+
+BOOTSTRAP_REPS = 2000  # rliable's default number of resamples
+CONFIDENCE = 0.95
+NORMALIZATIONS = ("none", "minmax")
+
+
+def iqm(values, axis: int = -1):
+    """Interquartile mean along `axis`: the mean of what remains after cutting the floor(n/4) lowest and the
+    floor(n/4) highest values (scipy.stats.trim_mean(x, 0.25), rliable's metrics.aggregate_iqm): the middle
+    half exactly when 4 divides n, the plain mean when n < 4. A float for 1-D input, else an array."""
+    values = np.sort(np.asarray(values, dtype=float), axis=axis)
+    n = values.shape[axis]
+    if n == 0:
+        raise ValueError("IQM of no values")
+    cut = n // 4
+    result = np.take(values, np.arange(cut, n - cut), axis=axis).mean(axis=axis)
+    return float(result) if np.ndim(result) == 0 else result
+
+
+def stratified_resamples(strata, reps: int, rng: np.random.Generator) -> np.ndarray:
+    """`reps` stratified bootstrap resamples of the pooled runs, shape (reps, total number of runs): each
+    stratum (one setting's runs) is drawn with replacement to its own size, independently of the others, so
+    that every resample holds as many runs of each setting as the data (rliable's StratifiedBootstrap)."""
+    parts = []
+    for stratum in strata:
+        stratum = np.asarray(stratum, dtype=float).ravel()
+        if stratum.size == 0:
+            raise ValueError("empty stratum")
+        parts.append(stratum[rng.integers(0, stratum.size, size=(reps, stratum.size))])
+    if not parts:
+        raise ValueError("no strata")
+    return np.concatenate(parts, axis=1)
+
+
+def _percentile_interval(replicates: np.ndarray, confidence: float) -> tuple[np.ndarray, np.ndarray]:
+    tail = 50 * (1 - confidence)
+    low, high = np.percentile(replicates, [tail, 100 - tail], axis=0)
+    return low, high
+
+
+def bootstrap_interval(strata, statistic=iqm, reps: int = BOOTSTRAP_REPS, seed: int = 0,
+                       confidence: float = CONFIDENCE) -> tuple[float, float, float]:  # fmt: skip
+    """(point estimate, low, high): `statistic` of all runs pooled, and the percentile interval of `statistic`
+    over `reps` stratified bootstrap resamples (rliable's get_interval_estimates, method 'percentile'). A fixed
+    `seed` gives the same interval every time. `statistic` reduces the last axis (iqm, or e.g.
+    lambda x: np.mean(x, axis=-1))."""
+    pooled = np.concatenate([np.asarray(s, dtype=float).ravel() for s in strata])
+    replicates = statistic(stratified_resamples(strata, reps, np.random.default_rng(seed)))
+    low, high = _percentile_interval(np.asarray(replicates), confidence)
+    return float(statistic(pooled)), float(low), float(high)
+
+
+def performance_profile(strata, taus, reps: int = BOOTSTRAP_REPS, seed: int = 0,
+                        confidence: float = CONFIDENCE) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # fmt: skip
+    """Run-score distribution (rliable's create_performance_profile): at each tau, the fraction of all runs
+    with a score > tau, and its percentile interval over `reps` stratified bootstrap resamples.
+    Returns (fractions, low, high), each of len(taus)."""
+    taus = np.asarray(taus, dtype=float)
+    pooled = np.concatenate([np.asarray(s, dtype=float).ravel() for s in strata])
+    resamples = stratified_resamples(strata, reps, np.random.default_rng(seed))
+    replicates = np.stack([(resamples > tau).mean(axis=1) for tau in taus], axis=1)  # (reps, len(taus))
+    low, high = _percentile_interval(replicates, confidence)
+    return (pooled[:, None] > taus).mean(axis=0), low, high
+
+
+def minmax_normalize(values_by_method: dict[str, dict[int, float]]) -> dict[str, dict[int, float]]:
+    """One setting's runs rescaled to [0, 1]: (x - min) / (max - min) over every run of every method given
+    (0 = the worst run, 1 = the best); all 0.5 when every run has the same score."""
+    everything = [v for per_seed in values_by_method.values() for v in per_seed.values()]
+    low, high = min(everything), max(everything)
+    scale = lambda v: 0.5 if high == low else (v - low) / (high - low)  # noqa: E731
+    return {m: {seed: scale(v) for seed, v in per_seed.items()} for m, per_seed in values_by_method.items()}
+
+
+@dataclass
+class RobustCell:
+    values: dict[int, float]  # seed -> metric
+    iqm: float
+    low: float
+    high: float
+    n_above: int | None = None  # seeds with a value > the threshold (None without a threshold)
+
+    @property
+    def n(self) -> int:
+        return len(self.values)
+
+
+@dataclass
+class RobustAggregate:
+    iqm: float
+    low: float
+    high: float
+    n_runs: int
+
+
+@dataclass
+class RobustSummary:
+    """The robust statistics of one metric of one experiment."""
+
+    metric: str
+    settings: list[runlist.Setting]
+    methods: list[str]
+    cells: dict[tuple[runlist.Setting, str], RobustCell]
+    comparable: list[runlist.Setting]  # the settings the aggregate pools (every method has results)
+    aggregate: dict[str, RobustAggregate]
+    normalize: str = "none"
+
+
+@dataclass
+class RobustOptions:
+    reps: int = BOOTSTRAP_REPS
+    seed: int = 0
+    threshold: float | None = None
+    normalize: str = "none"
+
+
+def robust_summary(groups: dict, metric: str, experiment: str, options: RobustOptions) -> RobustSummary:
+    """Per cell: IQM of the seeds with its bootstrap interval (and the seeds above options.threshold); per
+    method: the IQM of all its runs in the comparable settings, resampled within each setting."""
+    keys = [k for k in groups if k[0].experiment == experiment]
+    settings = setting_order(s for s, _ in keys)
+    methods = method_order(m for _, m in keys)
+    values = {k: {seed: getattr(run, metric) for seed, run in groups[k].items()} for k in keys}
+    cells = {}
+    for key, per_seed in values.items():
+        point, low, high = bootstrap_interval([list(per_seed.values())], reps=options.reps, seed=options.seed)
+        above = None if options.threshold is None else sum(v > options.threshold for v in per_seed.values())
+        cells[key] = RobustCell(per_seed, point, low, high, above)
+    comparable = [s for s in settings if all((s, m) in values for m in methods)]
+    aggregate = {}
+    if comparable:
+        by_setting = {s: {m: values[(s, m)] for m in methods} for s in comparable}
+        if options.normalize == "minmax":
+            by_setting = {s: minmax_normalize(row) for s, row in by_setting.items()}
+        for method in methods:
+            strata = [list(by_setting[s][method].values()) for s in comparable]
+            point, low, high = bootstrap_interval(strata, reps=options.reps, seed=options.seed)
+            aggregate[method] = RobustAggregate(point, low, high, sum(len(s) for s in strata))
+    return RobustSummary(metric, settings, methods, cells, comparable, aggregate, options.normalize)
+
+
+def robust_summaries(runs: list[RunRecord], options: RobustOptions) -> list[tuple[str, list[RobustSummary]]]:
+    groups, _ = group_runs(runs)
+    return [
+        (experiment, [robust_summary(groups, metric, experiment, options) for metric in METRICS])
+        for experiment in experiment_order(s.experiment for s, _ in groups)
+    ]
+
+
 # ---------------------------------------------------------------- tables
 
 
@@ -685,15 +860,115 @@ def csv_rows(runs: list[RunRecord], paper: dict | None = None) -> list[dict]:
     return rows
 
 
-def render_csv(runs: list[RunRecord], paper: dict | None) -> str:
+def render_csv(runs: list[RunRecord], paper: dict | None, robust: RobustOptions | None = None) -> str:
+    """The long-format CSV; with `robust`, the columns ROBUST_CSV_FIELDS are added (filled on the cell rows)
+    and row='aggregate_iqm' rows follow each experiment's rows."""
     import io
 
+    rows = csv_rows(runs, paper)
+    fields = CSV_FIELDS
+    if robust is not None:
+        fields = CSV_FIELDS + ROBUST_CSV_FIELDS
+        extra, aggregate_rows = robust_csv_rows(robust_summaries(runs, robust), robust)
+        merged = []
+        for i, row in enumerate(rows):
+            if row["row"] == "cell":
+                row = row | extra[(row["experiment"], row["metric"], row["env"], row["strategy"], row["method"])]
+            merged.append(row)
+            last_of_experiment = i + 1 == len(rows) or rows[i + 1]["experiment"] != row["experiment"]
+            if last_of_experiment:
+                merged += [r for r in aggregate_rows if r["experiment"] == row["experiment"]]
+        rows = merged
     buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, CSV_FIELDS, lineterminator="\n")
+    writer = csv.DictWriter(buffer, fields, lineterminator="\n")
     writer.writeheader()
-    for row in csv_rows(runs, paper):
+    for row in rows:
         writer.writerow({k: "" if v is None else v for k, v in row.items()})
     return buffer.getvalue()
+
+
+def render_robust_markdown(robust: list[tuple[str, list[RobustSummary]]], options: RobustOptions, decimals: int) -> str:
+    """The --robust section: per experiment and metric, IQM [95% CI] per cell and the aggregate IQM per
+    method, then every seed's value (and how many seeds are above the threshold)."""
+    n = _number
+    aggregate_decimals = max(decimals, 3) if options.normalize == "minmax" else decimals
+    interval = lambda point, low, high, digits: f"{n(point, digits)} [{n(low, digits)}, {n(high, digits)}]"  # noqa: E731
+    out = []
+    for experiment, summaries in robust:
+        out.append(f"## {experiment}: robust statistics (IQM, stratified bootstrap)\n")
+        for summary in summaries:
+            label = METRIC_LABELS[summary.metric]
+            out.append(f"### {label}: interquartile mean [95% CI]\n")
+            out.append("| Environment | Strategy | " + " | ".join(summary.methods) + " |")
+            out.append("|---|---|" + "|".join([":---:"] * len(summary.methods)) + "|")
+            for setting in summary.settings:
+                cells = []
+                for method in summary.methods:
+                    cell = summary.cells.get((setting, method))
+                    if cell is None:
+                        cells.append("–")
+                        continue
+                    text = interval(cell.iqm, cell.low, cell.high, decimals) + f" (n={cell.n})"
+                    if cell.n_above is not None:
+                        text += f", {cell.n_above}/{cell.n} > {n(options.threshold, decimals)}"
+                    cells.append(text)
+                out.append(f"| {setting.env} | {setting.strategy} | " + " | ".join(cells) + " |")
+            if summary.aggregate:
+                scale = "min-max normalized per setting" if summary.normalize == "minmax" else "raw returns"
+                cells = [interval(a.iqm, a.low, a.high, aggregate_decimals) + f" (n={a.n_runs})"
+                         for a in (summary.aggregate[m] for m in summary.methods)]  # fmt: skip
+                out.append(f"| Aggregate IQM | {len(summary.comparable)} settings, {scale} | " + " | ".join(cells) + " |")
+            excluded = [s for s in summary.settings if s not in summary.comparable]
+            if excluded:
+                out.append(f"\n- the aggregate leaves out the settings where some method has no results: {', '.join(map(str, excluded))}")
+            out.append("")
+            out.append(f"### {label}: every seed\n")
+            above = options.threshold is not None
+            out.append("| Environment | Strategy | Method | n |" + (f" > {n(options.threshold, decimals)} |" if above else "") + " seed: value |")
+            out.append("|---|---|---|---:|" + ("---:|" if above else "") + "---|")
+            for setting in summary.settings:
+                for method in summary.methods:
+                    cell = summary.cells.get((setting, method))
+                    if cell is None:
+                        continue
+                    seeds = ", ".join(f"{seed}: {n(cell.values[seed], decimals)}" for seed in sorted(cell.values))
+                    out.append(f"| {setting.env} | {setting.strategy} | {method} | {cell.n} |" + (f" {cell.n_above} |" if above else "") + f" {seeds} |")
+            out.append("")
+        out.append(
+            "IQM: mean of the seeds left after cutting the lowest and highest quarter (floor(n/4) each; the plain mean for n < 4); "
+            f"[95% CI]: 2.5 and 97.5 percentiles of the IQM over {options.reps} bootstrap resamples of the seeds (numpy seed {options.seed}). "
+            "Aggregate IQM: the IQM of all runs of a method over the settings where every method has results, "
+            "resampled within each setting (stratified bootstrap; Agarwal et al. 2021)."
+        )
+        out.append("")
+    return "\n".join(out)
+
+
+ROBUST_CSV_FIELDS = ["iqm", "iqm_ci_low", "iqm_ci_high", "normalize", "threshold", "n_above", "seed_values"]
+
+
+def robust_csv_rows(robust: list[tuple[str, list[RobustSummary]]], options: RobustOptions) -> tuple[dict, list[dict]]:
+    """(extra columns of each cell row, keyed by (experiment, metric, env, strategy, method); the
+    row='aggregate_iqm' rows, env='all', n = runs pooled)."""
+    extra, aggregate_rows = {}, []
+    for experiment, summaries in robust:
+        for summary in summaries:
+            for (setting, method), cell in summary.cells.items():
+                extra[(experiment, summary.metric, setting.env, setting.strategy, method)] = {
+                    "iqm": cell.iqm, "iqm_ci_low": cell.low, "iqm_ci_high": cell.high, "normalize": "none",
+                    "threshold": options.threshold, "n_above": cell.n_above,
+                    "seed_values": ";".join(f"{seed}:{cell.values[seed]!r}" for seed in sorted(cell.values)),
+                }  # fmt: skip
+            for method in summary.methods:
+                if method not in summary.aggregate:
+                    continue
+                a = summary.aggregate[method]
+                aggregate_rows.append({
+                    "experiment": experiment, "metric": summary.metric, "row": "aggregate_iqm", "env": "all", "strategy": "",
+                    "method": method, "n": a.n_runs, "iqm": a.iqm, "iqm_ci_low": a.low, "iqm_ci_high": a.high,
+                    "normalize": summary.normalize,
+                })  # fmt: skip
+    return extra, aggregate_rows
 
 
 # ---------------------------------------------------------------- kappa grid search
@@ -738,7 +1013,35 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--decimals", type=int, help="decimals of means and standard errors (default: 0 for returns >= 100, else 2)")
     parser.add_argument("--select-kappa", action="store_true", help="print the best kappa per setting (paper_kappa.csv format) instead of tables")
     parser.add_argument("--output", help="write to this file instead of stdout")
+    robust = parser.add_argument_group("robust statistics (Agarwal et al. 2021; Markdown and CSV)")
+    robust.add_argument("--robust", action="store_true",
+                        help="add the interquartile mean with stratified-bootstrap 95%% intervals per cell and aggregated over "
+                             "settings per method, and every seed's value")  # fmt: skip
+    robust.add_argument("--threshold", type=float, help="with --robust: count the seeds of each cell whose metric is above this value")
+    robust.add_argument("--normalize", choices=NORMALIZATIONS, help="with --robust: scale of the aggregate IQM: raw returns (none, "
+                        "the default) or min-max per setting over every run of every method shown (minmax)")  # fmt: skip
+    robust.add_argument("--bootstrap-reps", type=int, help=f"with --robust: bootstrap resamples (default {BOOTSTRAP_REPS})")
+    robust.add_argument("--bootstrap-seed", type=int, help="with --robust: seed of the resampling (default 0)")
     args = parser.parse_args(argv)
+    robust_flags = [f"--{name.replace('_', '-')}" for name in ("threshold", "normalize", "bootstrap_reps", "bootstrap_seed")
+                    if getattr(args, name) is not None]  # fmt: skip
+    if robust_flags and not args.robust:
+        print(f"error: {', '.join(robust_flags)} only apply with --robust", file=sys.stderr)
+        return 2
+    if args.robust and (args.format == "latex" or args.select_kappa):
+        print("error: --robust writes Markdown or CSV (not with --format latex or --select-kappa)", file=sys.stderr)
+        return 2
+    if args.bootstrap_reps is not None and args.bootstrap_reps < 1:
+        print("error: --bootstrap-reps must be >= 1", file=sys.stderr)
+        return 2
+    options = None
+    if args.robust:
+        options = RobustOptions(
+            reps=args.bootstrap_reps if args.bootstrap_reps is not None else BOOTSTRAP_REPS,
+            seed=args.bootstrap_seed if args.bootstrap_seed is not None else 0,
+            threshold=args.threshold,
+            normalize=args.normalize or "none",
+        )
     if not os.path.isdir(args.root):
         print(f"error: {args.root} is not a directory", file=sys.stderr)
         return 2
@@ -765,13 +1068,17 @@ def main(argv: list[str] | None = None) -> int:
         writer.writerows(rows)
         text = buffer.getvalue()
     elif args.format == "csv":
-        text = render_csv(runs, paper)
+        text = render_csv(runs, paper, options)
         for run in group_runs(runs)[1]:
             print(f"left out (incomplete or duplicate): {run.run_dir}: {'; '.join(run.problems)}", file=sys.stderr)
     else:
         tables, left_out = build_tables(runs, paper)
         decimals = args.decimals if args.decimals is not None else auto_decimals(tables)
-        text = (render_markdown if args.format == "markdown" else render_latex)(tables, left_out, decimals)
+        if options is not None and tables:  # the robust section after the tables, before the runs left out
+            text = "\n".join([render_markdown(tables, [], decimals), render_robust_markdown(robust_summaries(runs, options), options, decimals)]
+                              + ([render_markdown([], left_out, decimals)] if left_out else []))  # fmt: skip
+        else:
+            text = (render_markdown if args.format == "markdown" else render_latex)(tables, left_out, decimals)
     if args.output:
         with open(args.output, "w") as f:
             f.write(text if text.endswith("\n") else text + "\n")

@@ -12,18 +12,30 @@ import os
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 from scipy import stats
 
 import ppo_continuous
 from eppo_continuous import (
     EVIDENCE_FLOOR,
+    EXP_INPUT_MAX,
+    PRIOR_MODE_WEIGHT_SCALE,
     Args,
     EvidentialCritic,
+    method_name,
+    evidence_transform,
+    evidential_critic_loss,
+    gamma_mode,
+    head_gradient_shares,
+    hyperprior_weight,
+    inverse_evidence_transform,
     nig_log_hyperprior,
     nig_nll,
     nig_value_variance,
     nig_variance_split,
+    nll_error_rescaling,
     probabilistic_gae,
+    student_t_scale,
     ucb_advantages_and_returns,
     validate_args,
 )
@@ -232,8 +244,9 @@ def test_ucb_bonus_is_added_before_the_returns_as_in_algorithm_1():
     torch.testing.assert_close(mean_returns, advantages + values)  # --no-ucb-in-returns: R = A_mean + omega
 
 
-def test_critic_constraints_hold_for_saturated_head_in_float32():
-    critic = EvidentialCritic(obs_dim=3, hidden_dim=8)
+@pytest.mark.parametrize("transform", ["softplus", "exp"])
+def test_critic_constraints_hold_for_saturated_head_in_float32(transform):
+    critic = EvidentialCritic(obs_dim=3, hidden_dim=8, transform=transform)
     obs = torch.randn(5, 3)
     for head_bias in (-200.0, 0.0, 200.0):
         with torch.no_grad():
@@ -241,7 +254,7 @@ def test_critic_constraints_hold_for_saturated_head_in_float32():
             critic.head.bias.fill_(head_bias)
         omega, nu, alpha, beta = critic(obs)
         assert (nu > 0).all() and (beta > 0).all() and (alpha - 1 > 0).all()
-        if head_bias < 0:  # softplus(-200) underflows to 0: only the floor is left
+        if head_bias < 0:  # softplus(-200) and exp(-200) underflow to 0: only the floor is left
             assert torch.all(nu == torch.tensor(EVIDENCE_FLOOR)) and torch.all(alpha - 1 > 0.5 * EVIDENCE_FLOOR)
         target = torch.full_like(omega, 1e4)
         loss = nig_nll(target, omega, nu, alpha, beta).mean() - 0.01 * nig_log_hyperprior(omega, nu, alpha, beta).mean()
@@ -307,6 +320,11 @@ BAD_EPPO_ARGS = [
     (dict(omega_prior_scale=0.0), "--omega-prior-scale"),
     (dict(beta_prior_rate=-1.0), "--beta-prior-rate"),
     (dict(clip_vloss=True), "--clip-vloss"),
+    (dict(critic_loss="huber"), "--critic-loss must be one of nll, mse"),
+    (dict(hyperprior_reduction="max"), "--hyperprior-reduction must be one of mean, sum, once"),
+    (dict(evidence_init="zeros"), "--evidence-init must be one of default, prior-mode"),
+    (dict(evidence_transform="relu"), "--evidence-transform must be one of softplus, exp"),
+    (dict(evidence_init="prior-mode", alpha_prior_shape=1.0), "--alpha-prior-shape > 1"),
 ]
 
 
@@ -325,6 +343,8 @@ def test_paper_configurations_are_valid():
     (["--variant", "upper"], "--variant"),
     (["--variant", "mean"], "--kappa must be 0 with --variant mean"),
     (["--kappa", "-1"], "--kappa"),
+    (["--critic-loss", "huber"], "--critic-loss"),
+    (["--evidence-transform", "relu"], "--evidence-transform"),
 ])
 def test_bad_eppo_flags_exit_with_code_2(flags, expected, tmp_path):
     result = run_script("eppo_continuous.py", tmp_path / "run", *flags, timeout=120, env={"COLUMNS": "200"})
@@ -343,6 +363,9 @@ def _scalar_tags(run_dir) -> dict:
 
 EVIDENTIAL_TAGS = ["evidential/" + name for name in ("omega", "aleatoric_variance", "epistemic_variance",
                                                       "advantage_std", "ucb_bonus", "alpha", "nu", "beta")]
+EVIDENTIAL_TAGS += ["evidential/" + name for name in (
+    "student_t_scale", "targets_outside_2_scales", "zeta", "critic_grad_norm", "grad_share_omega", "grad_share_nu",
+    "grad_share_alpha", "grad_share_beta")]
 EVIDENTIAL_TAGS += ["losses/nll", "losses/hyperprior", "losses/value_loss", "plasticity/critic_max_abs_grad"]
 
 
@@ -367,3 +390,218 @@ def test_tiny_run_of_each_variant(variant, kappa, extra, tmp_path):
     # value_loss = NLL + xi * (-log p(m)) (xi = 0.01 by default), averaged over the same minibatches
     np.testing.assert_allclose(tags["losses/value_loss"],
                                np.array(tags["losses/nll"]) + 0.01 * np.array(tags["losses/hyperprior"]), rtol=1e-5)
+
+
+# ---- The control (--critic-loss mse), the instrumentation and the open choices (docs/eppo_open_choices.md) ----
+
+
+def _critic_and_batch(seed=0, **critic_kwargs):
+    torch.manual_seed(seed)
+    critic = EvidentialCritic(obs_dim=5, hidden_dim=16, **critic_kwargs)
+    return critic, torch.randn(32, 5), 3.0 * torch.randn(32)
+
+
+def test_mse_critic_loss_is_ppos_and_leaves_the_evidence_rows_without_gradient():
+    critic, obs, y = _critic_and_batch()
+    omega, nu, alpha, beta = critic(obs)
+    loss, nll, negative_log_prior = evidential_critic_loss(y, omega, nu, alpha, beta, "mse", 0.01)
+    torch.testing.assert_close(loss, ((omega - y) ** 2).mean())  # ppo_continuous.py's value loss (Algorithm 1)
+    torch.testing.assert_close(nll, nig_nll(y, omega, nu, alpha, beta).mean())  # still logged
+    loss.backward()
+    assert torch.all(critic.head.weight.grad[1:] == 0) and torch.all(critic.head.bias.grad[1:] == 0)
+    assert critic.head.weight.grad[0].abs().sum() > 0
+    assert head_gradient_shares(critic.head.weight.grad, critic.head.bias.grad).tolist() == [1.0, 0.0, 0.0, 0.0]
+    # The evidential loss does move every row.
+    critic.zero_grad()
+    evidential_critic_loss(y, *critic(obs), "nll", 0.01)[0].backward()
+    assert torch.all(critic.head.weight.grad.abs().sum(-1) > 0)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "once"])
+def test_hyperprior_reduction_matches_its_definition(reduction):
+    """L = mean NLL + w mean(-log p) equals each reduction written out with sums (Algorithm 1 uses 1/T sums)."""
+    critic, obs, y = _critic_and_batch(1)
+    xi, m = 0.01, len(y)
+    evidence = critic(obs)
+    nll_i, log_p_i = nig_nll(y, *evidence), nig_log_hyperprior(*evidence)
+    reference = {"mean": nll_i.sum() / m - xi * log_p_i.sum() / m,
+                 "sum": nll_i.sum() / m - xi * log_p_i.sum(),
+                 "once": (nll_i.sum() - xi * log_p_i.mean()) / m}[reduction]
+    loss, nll, negative_log_prior = evidential_critic_loss(y, *evidence, "nll", hyperprior_weight(xi, reduction, m))
+    torch.testing.assert_close(loss, reference)
+    torch.testing.assert_close(loss, nll + hyperprior_weight(xi, reduction, m) * negative_log_prior)
+    assert hyperprior_weight(xi, reduction, 256) == {"mean": 0.01, "sum": 2.56, "once": 0.01 / 256}[reduction]
+
+
+def test_unknown_critic_loss_and_reduction_are_rejected():
+    critic, obs, y = _critic_and_batch()
+    with pytest.raises(ValueError, match="nll, mse"):
+        evidential_critic_loss(y, *critic(obs), "huber", 0.01)
+    with pytest.raises(ValueError, match="mean, sum, once"):
+        hyperprior_weight(0.01, "max", 256)
+    with pytest.raises(ValueError, match="softplus, exp"):
+        evidence_transform(torch.zeros(2), "relu")
+
+
+def test_head_gradient_shares_match_the_pre_activation_gradients():
+    # Brute force: row k's gradient is sum_i g_ik (h_i, 1) for the gradients g at the head's outputs.
+    critic, obs, y = _critic_and_batch(2)
+    features = critic.trunk(obs).detach()
+    pre_activations = critic.head(features)
+    pre_activations.retain_grad()
+    omega, raw_nu, raw_alpha, raw_beta = pre_activations.unbind(-1)
+    nu, beta = F.softplus(raw_nu) + EVIDENCE_FLOOR, F.softplus(raw_beta) + EVIDENCE_FLOOR
+    alpha = F.softplus(raw_alpha) + 1 + EVIDENCE_FLOOR
+    evidential_critic_loss(y, omega, nu, alpha, beta, "nll", 0.01)[0].backward()
+    g = pre_activations.grad.double()
+    expected = ((g.T @ features.double()) ** 2).sum(-1) + g.sum(0) ** 2
+    expected = expected / expected.sum()
+    shares = head_gradient_shares(critic.head.weight.grad, critic.head.bias.grad)
+    np.testing.assert_allclose(shares.double().numpy(), expected.numpy(), rtol=1e-4, atol=1e-7)
+    assert math.isclose(shares.sum().item(), 1.0, rel_tol=1e-6)
+    assert head_gradient_shares(torch.zeros(4, 3), torch.zeros(4)).tolist() == [0.0] * 4
+
+
+def test_student_t_scale_is_the_marginals_scale():
+    nu, alpha, beta = (torch.tensor(v, dtype=torch.float64) for v in ([0.1, 1.0, 30.0], [1.5, 3.0, 8.0], [0.2, 1.0, 5.0]))
+    scale = student_t_scale(nu, alpha, beta)
+    # St(omega, scale^2, 2 alpha): var = scale^2 * df / (df - 2) (scipy), which is var[V] of Sec. 3.1.
+    np.testing.assert_allclose((scale**2 * 2 * alpha / (2 * alpha - 2)).numpy(),
+                               nig_value_variance(nu, alpha, beta).numpy(), rtol=1e-12)
+    np.testing.assert_allclose(scale.numpy() ** 2 * (2 * alpha.numpy()) / (2 * alpha.numpy() - 2),
+                               stats.t.var(df=2 * alpha.numpy(), scale=scale.numpy()), rtol=1e-12)
+
+
+def test_nll_error_rescaling_is_the_omega_gradient_over_mses():
+    # dNLL/domega = zeta * dMSE/domega = -zeta 2 (y - omega), for random evidence and errors (float64).
+    generator = torch.Generator().manual_seed(4)
+    y = 5 * torch.randn(50, generator=generator, dtype=torch.float64)
+    omega = torch.randn(50, generator=generator, dtype=torch.float64, requires_grad=True)
+    nu, beta = (torch.rand(50, generator=generator, dtype=torch.float64) * 3 + 0.01 for _ in range(2))
+    alpha = 1.01 + 5 * torch.rand(50, generator=generator, dtype=torch.float64)
+    nig_nll(y, omega, nu, alpha, beta).sum().backward()
+    error = y - omega.detach()
+    torch.testing.assert_close(omega.grad, -nll_error_rescaling(error, nu, alpha, beta) * 2 * error)
+
+
+@pytest.mark.parametrize("transform", ["softplus", "exp"])
+def test_evidence_transform_inverse_and_extremes(transform):
+    for value in (1e-4, 0.5, 4.0, 1e3):
+        raw = inverse_evidence_transform(value, transform)
+        assert math.isclose(evidence_transform(torch.tensor(raw, dtype=torch.float64), transform).item(), value,
+                            rel_tol=1e-12)
+    raw = torch.tensor([-1e4, -200.0, 0.0, 50.0, 200.0, 1e4], requires_grad=True)
+    out = evidence_transform(raw, transform)
+    assert torch.isfinite(out).all() and (out >= 0).all()
+    out.sum().backward()
+    assert torch.isfinite(raw.grad).all()
+    if transform == "exp":  # capped: exp never overflows in float32
+        assert out.max().item() == pytest.approx(math.exp(EXP_INPUT_MAX), rel=1e-6)
+
+
+def test_gamma_mode_is_the_argmax_of_the_density():
+    for shape, rate in ((5.0, 1.0), (2.5, 0.5), (9.0, 3.0)):
+        grid = np.linspace(1e-3, 30, 300001)
+        assert gamma_mode(shape, rate) == pytest.approx(grid[np.argmax(stats.gamma.pdf(grid, a=shape, scale=1 / rate))],
+                                                        abs=1e-3)
+    assert gamma_mode(5.0, 1.0) == 4.0
+    with pytest.raises(ValueError):
+        gamma_mode(1.0, 1.0)
+
+
+@pytest.mark.parametrize("transform", ["softplus", "exp"])
+def test_prior_mode_init_starts_the_evidence_at_the_hyperpriors_modes(transform):
+    torch.manual_seed(5)
+    default = EvidentialCritic(obs_dim=5, hidden_dim=16, transform=transform)
+    torch.manual_seed(5)
+    critic = EvidentialCritic(obs_dim=5, hidden_dim=16, transform=transform, init_modes=(4.0, 4.0, 4.0))
+    # Same random draws as the default init: omega's row is unchanged, the evidence rows are scaled down.
+    torch.testing.assert_close(critic.head.weight[0], default.head.weight[0], rtol=0, atol=0)
+    torch.testing.assert_close(critic.head.weight[1:], PRIOR_MODE_WEIGHT_SCALE * default.head.weight[1:])
+    torch.testing.assert_close(critic.trunk[0].weight, default.trunk[0].weight, rtol=0, atol=0)
+    # The bias alone gives the modes, where the gamma hyperpriors' log densities have zero gradient.
+    bias = critic.head.bias.detach()[1:]
+    nu, alpha, beta = (evidence_transform(b, transform) + EVIDENCE_FLOOR for b in bias)
+    alpha = alpha + 1.0
+    for value, expected in ((nu, 4.0), (alpha, 5.0), (beta, 4.0)):
+        assert value.item() == pytest.approx(expected, rel=1e-6)
+    evidence = [torch.zeros(()).requires_grad_()] + [v.clone().requires_grad_() for v in (nu, alpha, beta)]
+    nig_log_hyperprior(*evidence).backward()
+    for parameter in evidence[1:]:
+        assert abs(parameter.grad.item()) < 1e-5
+    # With the small weights every state starts near the modes.
+    _, nu, alpha, beta = critic(torch.randn(64, 5))
+    for value, expected in ((nu, 4.0), (alpha, 5.0), (beta, 4.0)):
+        assert (value - expected).abs().max().item() < 0.2
+
+
+def test_every_script_has_the_same_reward_normalization_switch():
+    """--norm-reward/--no-norm-reward: the same field and the same rollout lines in all five scripts."""
+    from tiny_run import REPO_ROOT
+
+    block = """                return_rms.update(discounted_return)
+                if args.norm_reward:
+                    scaled_reward = rewards_buffer[step] / np.sqrt(return_rms.var + 1e-8)
+                    rewards_buffer[step] = np.minimum(np.maximum(scaled_reward, -args.normalization_clip),
+                                                      args.normalization_clip)
+"""
+    for script in ("ppo_continuous.py", "eppo_continuous.py", "pfo_continuous.py", "cb_continuous.py",
+                   "ppo_drnd_continuous.py"):
+        with open(os.path.join(REPO_ROOT, script)) as f:
+            source = f.read()
+        assert source.count(block) == 1, script
+        assert source.count("    norm_reward: bool = True\n") == 1, script
+        assert source.count("args.norm_reward") == 1, script
+
+
+def _first_update(tags, tag):
+    return tags[tag][0]
+
+
+def test_tiny_run_of_the_mse_control_and_without_reward_normalization(tmp_path):
+    control = ["--variant", "mean", "--kappa", "0", "--critic-loss", "mse"]
+    tags = {}
+    for name, extra in (("norm", []), ("raw", ["--no-norm-reward"])):
+        result = run_script("eppo_continuous.py", tmp_path / name, *control, *extra)
+        assert result.returncode == 0, result.stderr[-3000:]
+        tags[name] = _scalar_tags(tmp_path / name)
+    for tag in EVIDENTIAL_TAGS:
+        assert len(tags["norm"].get(tag, [])) == 3 and np.isfinite(tags["norm"][tag]).all(), tag
+    # mse: only omega's row of the head gets a gradient; the value loss is not NLL + xi * hyperprior
+    assert tags["norm"]["evidential/grad_share_omega"] == [1.0] * 3
+    for row in ("nu", "alpha", "beta"):
+        assert tags["norm"][f"evidential/grad_share_{row}"] == [0.0] * 3
+    assert not np.allclose(tags["norm"]["losses/value_loss"],
+                           np.array(tags["norm"]["losses/nll"]) + 0.01 * np.array(tags["norm"]["losses/hyperprior"]))
+    # Raw HalfCheetah rewards: the discounted return's running std is far above 1, so the raw targets, and with
+    # them the first update's squared error, are much larger than the normalized ones.
+    assert _first_update(tags["raw"], "losses/value_loss") > 10 * _first_update(tags["norm"], "losses/value_loss")
+
+
+def test_tiny_run_with_prior_mode_init_exp_transform_and_summed_hyperprior(tmp_path):
+    run_dir = tmp_path / "run"
+    result = run_script("eppo_continuous.py", run_dir, "--variant", "mean", "--kappa", "0", "--evidence-init",
+                        "prior-mode", "--evidence-transform", "exp", "--hyperprior-reduction", "sum")
+    assert result.returncode == 0, result.stderr[-3000:]
+    tags = _scalar_tags(run_dir)
+    # The first update's rollout is evaluated by the initial critic: the evidence sits at the modes.
+    for tag, mode in (("evidential/nu", 4.0), ("evidential/alpha", 5.0), ("evidential/beta", 4.0)):
+        assert _first_update(tags, tag) == pytest.approx(mode, abs=0.2), tag
+    # sum: w = xi * minibatch size (64 in the tiny flags)
+    np.testing.assert_allclose(tags["losses/value_loss"],
+                               np.array(tags["losses/nll"]) + 0.64 * np.array(tags["losses/hyperprior"]), rtol=1e-5)
+    shares = np.array([tags[f"evidential/grad_share_{row}"] for row in ("omega", "nu", "alpha", "beta")])
+    np.testing.assert_allclose(shares.sum(0), 1.0, rtol=1e-5)
+
+
+def test_method_name_marks_every_departure_from_the_defaults():
+    assert method_name(Args()) == "EPPO_ind"
+    assert method_name(dataclasses.replace(Args(), variant="mean", kappa=0.0)) == "EPPO_mean"
+    assert method_name(dataclasses.replace(Args(), variant="mean", kappa=0.0, critic_loss="mse")) == "EPPO_mean+mse"
+    every = dataclasses.replace(Args(), critic_loss="mse", xi=1.0, hyperprior_reduction="sum", evidence_init="prior-mode",
+                                evidence_transform="exp", norm_reward=False, ucb_in_returns=False)
+    assert method_name(every) == "EPPO_ind+mse+xi1+hp-sum+prior-mode+exp+no-norm-reward+no-ucb-in-returns"
+    # Distinct settings get distinct names (one table cell each).
+    names = {method_name(dataclasses.replace(Args(), **{field: value})) for field, value in
+             (("xi", 0.1), ("xi", 1.0), ("hyperprior_reduction", "once"), ("hyperprior_reduction", "sum"))}
+    assert len(names) == 4

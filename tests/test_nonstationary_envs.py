@@ -2,6 +2,11 @@
 MuJoCo model and on trajectories, MuJoCo's friction combination rule, and checkpoint state restore."""
 
 import pickle
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
 
 import gymnasium as gym
 import mujoco
@@ -14,9 +19,12 @@ from nonstationary_envs import (
     get_env_state,
     make_nonstationary_env,
     set_env_state,
+    _without_settotalmass_warning,
     task_schedule,
     validate_setting,
 )
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
 
 # Reference values typed from Appendix B of the paper.
 PAPER_FRICTION_INCREASING = (0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0, 2.25, 2.5, 2.75, 3.0, 3.25, 3.5, 3.75, 4.0)
@@ -38,6 +46,12 @@ XML_ACTUATOR_JOINTS = {
     "Ant-v5": ("hip_4", "ankle_4", "hip_1", "ankle_1", "hip_2", "ankle_2", "hip_3", "ankle_3"),
     "HalfCheetah-v5": ("bthigh", "bshin", "bfoot", "fthigh", "fshin", "ffoot"),
 }
+
+
+def xml_path(env_id):
+    """gymnasium's XML file of env_id (what gym.make compiles by default)."""
+    assets = Path(gym.__file__).parent / "envs" / "mujoco" / "assets"
+    return str(assets / {"Ant-v5": "ant.xml", "HalfCheetah-v5": "half_cheetah.xml"}[env_id])
 
 
 def floor_id(model):
@@ -204,23 +218,32 @@ def test_governing_mode_sets_floor_priority():
 
 
 BAD_SETTINGS = [
-    (("Hopper-v5", "slippery", "decreasing", "floor"), "Ant-v5, HalfCheetah-v5"),
-    (("Ant-v5", "windy", "decreasing", "floor"), "slippery, paralysis, none"),
-    (("Ant-v5", "slippery", "sideways", "floor"), "decreasing, increasing"),
-    (("Ant-v5", "paralysis", "cross-v1", "floor"), "back-one, front-one, back-two, front-two, cross, parallel"),
-    (("HalfCheetah-v5", "paralysis", "cross", "floor"), "back-one, front-one, cross-v1, cross-v2"),
-    (("Ant-v5", "slippery", "decreasing", "ice"), "floor, governing"),
+    (("Hopper-v5", "slippery", "decreasing", "floor"),
+     "--env-id: 'Hopper-v5' is not a supported environment; choose one of Ant-v5, HalfCheetah-v5"),
+    (("Ant-v5", "windy", "decreasing", "floor"),
+     "--experiment: 'windy' is not an experiment; choose one of slippery, paralysis, none"),
+    (("Ant-v5", "slippery", "sideways", "floor"),
+     "--strategy: 'sideways' is not a slippery strategy; choose one of decreasing, increasing"),
+    (("Ant-v5", "paralysis", "cross-v1", "floor"),
+     "--strategy: 'cross-v1' is not a paralysis strategy for Ant-v5; "
+     "choose one of back-one, front-one, back-two, front-two, cross, parallel"),
+    (("HalfCheetah-v5", "paralysis", "cross", "floor"),
+     "--strategy: 'cross' is not a paralysis strategy for HalfCheetah-v5; "
+     "choose one of back-one, front-one, cross-v1, cross-v2"),
+    (("Ant-v5", "slippery", "decreasing", "ice"),
+     "--friction-mode: 'ice' is not a friction mode; choose one of floor, governing"),
 ]
 
 
-@pytest.mark.parametrize(("setting", "choices"), BAD_SETTINGS)
-def test_bad_names_list_valid_choices(setting, choices):
-    with pytest.raises(ValueError, match=f"valid choices: {choices}$"):
+@pytest.mark.parametrize(("setting", "message"), BAD_SETTINGS)
+def test_bad_names_give_a_one_line_message_naming_the_flag_and_the_choices(setting, message):
+    pattern = f"^{re.escape(message)}$"
+    with pytest.raises(ValueError, match=pattern):
         validate_setting(*setting)
-    with pytest.raises(ValueError, match=f"valid choices: {choices}$"):
+    with pytest.raises(ValueError, match=pattern):
         make_nonstationary_env(*setting)
     if setting[3] == "floor":
-        with pytest.raises(ValueError, match=f"valid choices: {choices}$"):
+        with pytest.raises(ValueError, match=pattern):
             task_schedule(*setting[:3])
 
 
@@ -297,3 +320,70 @@ def test_state_restore_rejects_other_setting():
         set_env_state(make_nonstationary_env("Ant-v5", "paralysis", "parallel"), state)
     with pytest.raises(ValueError, match="wrappers"):
         set_env_state(make_nonstationary_env("Ant-v5", "paralysis", "cross", disable_env_checker=True), state)
+
+
+QUIET_START_SCRIPT = textwrap.dedent(
+    """
+    import sys
+    import mujoco, numpy as np
+    sys.path.insert(0, sys.argv[1])
+    from nonstationary_envs import make_nonstationary_env
+
+    for env_id, experiment, strategy in [("HalfCheetah-v5", "paralysis", "back-one"),
+                                         ("HalfCheetah-v5", "slippery", "increasing"),
+                                         ("Ant-v5", "slippery", "decreasing"), ("Ant-v5", "paralysis", "cross")]:
+        env = make_nonstationary_env(env_id, experiment, strategy)
+        env.reset(seed=0)
+        env.step(env.action_space.sample())
+    print("== built ==", file=sys.stderr, flush=True)
+    # Outside make_nonstationary_env nothing is filtered: a bare compile of the XML still warns ...
+    mujoco.MjModel.from_xml_path(sys.argv[2])
+    # ... and so does an unstable simulation.
+    base = env.unwrapped
+    base.data.qvel[:] = np.nan
+    mujoco.mj_step(base.model, base.data)
+    """
+)
+
+
+def test_env_creation_is_quiet_and_writes_no_mujoco_log(tmp_path):
+    result = subprocess.run([sys.executable, "-c", QUIET_START_SCRIPT, str(REPO_ROOT), xml_path("HalfCheetah-v5")], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    building, after = result.stderr.split("== built ==\n")
+    assert "WARNING" not in building and "WARNING" not in result.stdout, building + result.stdout
+    assert "WARNING: compiler attribute 'settotalmass' is deprecated" in after  # other warnings are not hidden
+    assert "WARNING: Nan, Inf or huge value in QVEL" in after
+    assert list(tmp_path.iterdir()) == []  # no MUJOCO_LOG.TXT in the working directory
+
+
+def test_settotalmass_filter_forwards_other_warnings_and_restores_the_handler():
+    received = []
+    mujoco.set_mju_user_warning(received.append)
+    try:
+        with _without_settotalmass_warning():
+            mujoco.MjModel.from_xml_path(xml_path("HalfCheetah-v5"))  # settotalmass: dropped
+            mujoco.get_mju_user_warning()("some other warning")
+        assert received == ["some other warning"]
+        assert mujoco.get_mju_user_warning() == received.append
+        mujoco.MjModel.from_xml_path(xml_path("HalfCheetah-v5"))  # outside the block: passed on
+        assert len(received) == 2 and received[1].startswith("compiler attribute 'settotalmass' is deprecated")
+    finally:
+        mujoco.set_mju_user_warning(None)
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_masses_are_gymnasiums(env_id):
+    # The model compiled from gymnasium's XML with MuJoCo's default warning path, bit for bit; HalfCheetah's
+    # settotalmass="14" is applied.
+    received = []
+    mujoco.set_mju_user_warning(received.append)
+    try:
+        stock = mujoco.MjModel.from_xml_path(xml_path(env_id))
+    finally:
+        mujoco.set_mju_user_warning(None)
+    model = make_nonstationary_env(env_id, "none", "ignored").unwrapped.model
+    for field in ("body_mass", "body_inertia", "body_subtreemass", "dof_M0", "dof_invweight0"):
+        assert getattr(model, field).tobytes() == getattr(stock, field).tobytes(), field
+    if env_id == "HalfCheetah-v5":
+        assert model.body_mass.sum() == pytest.approx(14.0, rel=1e-12)

@@ -40,13 +40,31 @@ def test_mean_curve_legend_and_task_end_plasticity(tmp_path):
         plot_curves.mean_curve(runs)
 
 
+def test_seed_curves_and_profile_thresholds(tmp_path):
+    make_runs(tmp_path)
+    groups, _ = summarize.group_runs(summarize.load_runs(str(tmp_path)))
+    cells = {m: [groups[(SETTING, m)][seed] for seed in (1, 2)] for m in ("PPO", "EPPO_cor")}
+    steps, returns = plot_curves.seed_curves(cells["EPPO_cor"])
+    # one row per seed: 10 + seed * (1 + step / 100); their mean is mean_curve's
+    assert returns.tolist() == [pytest.approx(10 + seed * (1 + steps / 100)) for seed in (1, 2)]
+    assert plot_curves.mean_curve(cells["EPPO_cor"])[1] == pytest.approx(returns.mean(axis=0))
+    # AULC per seed: PPO 2, 4; EPPO_cor 12, 14 -> thresholds from just below 2 up to 14
+    taus = plot_curves.profile_taus(cells, "aulc", points=11)
+    assert len(taus) == 11 and taus[0] < 2.0 and taus[-1] == pytest.approx(14.0)
+    fraction, _, _ = summarize.performance_profile([[r.aulc for r in cells["EPPO_cor"]]], taus, reps=100)
+    assert fraction[0] == 1.0 and fraction[-1] == 0.0  # each profile falls from 1 to 0 across the range
+    # PPO's runs: every tau in [2, 4) has exactly 1 of 2 runs above it
+    ppo, _, _ = summarize.performance_profile([[r.aulc for r in cells["PPO"]]], taus, reps=100)
+    assert ppo.tolist() == [1.0 if t < 2 else 0.5 if t < 4 else 0.0 for t in taus]
+
+
 def test_figures_are_written(tmp_path):
     make_runs(tmp_path / "root")
     out = tmp_path / "plots"
     assert plot_curves.main([str(tmp_path / "root"), "--out", str(out), "--formats", "png"]) == 0
     names = sorted(os.listdir(out))
     stem = "slippery_Ant_increasing"
-    assert names == [f"{stem}_curves.png", f"{stem}_plasticity_box.png", f"{stem}_plasticity_evolution.png"]
+    assert names == [f"{stem}_{kind}.png" for kind in ("curves", "plasticity_box", "plasticity_evolution", "profile", "seeds")]
     for name in names:
         with open(out / name, "rb") as f:
             data = f.read()

@@ -7,6 +7,7 @@ import os
 
 import numpy as np
 import pytest
+from scipy import stats
 
 from scripts import runlist, summarize
 from tests.fake_algorithm import write_run
@@ -237,3 +238,181 @@ def test_identity_from_path_layout():
         runlist.Setting("slippery", "Ant", "increasing"), "EPPO_ind", 12)  # fmt: skip
     assert summarize.kappa_from_path("/r/kappa0.1/slippery/Ant/increasing/EPPO_ind/seed12") == 0.1
     assert summarize.identity_from_path("/r/slippery/Walker/increasing/PPO/seed1") is None
+
+
+# ---------------------------------------------------------------- robust statistics (--robust)
+
+
+def test_iqm_closed_forms_and_scipy_trim_mean():
+    assert summarize.iqm(np.arange(1, 9)) == pytest.approx(4.5)  # middle half of 1..8: 3, 4, 5, 6
+    assert summarize.iqm([8, 1, 7, 2, 6, 3, 5, 4]) == pytest.approx(4.5)  # order does not matter
+    assert summarize.iqm([1, 2, 3, 1000]) == pytest.approx(2.5)  # n = 4: the middle two
+    assert summarize.iqm(np.arange(1, 11)) == pytest.approx(5.5)  # n = 10: floor(10/4) = 2 cut at each end -> 3..8
+    assert summarize.iqm([5.0, 1.0, 100.0]) == pytest.approx(106 / 3)  # n < 4: nothing cut, the mean
+    rng = np.random.default_rng(0)
+    for n in range(1, 26):
+        x = rng.standard_cauchy(n)  # heavy tails: the mean and the IQM differ a lot
+        assert summarize.iqm(x) == pytest.approx(stats.trim_mean(x, 0.25), rel=1e-12, abs=1e-12)
+        if n % 4 == 0:  # exactly the mean of the middle 50%
+            assert summarize.iqm(x) == pytest.approx(np.sort(x)[n // 4 : 3 * n // 4].mean(), rel=1e-12)
+        if n >= 4:  # robust: the largest value can go anywhere above without moving the IQM
+            y = x.copy()
+            y[np.argmax(y)] = 1e12
+            assert summarize.iqm(y) == pytest.approx(summarize.iqm(x), rel=1e-12)
+    rows = rng.normal(size=(5, 12))
+    assert summarize.iqm(rows) == pytest.approx([summarize.iqm(r) for r in rows])  # row-wise along the last axis
+    with pytest.raises(ValueError):
+        summarize.iqm([])
+
+
+def test_bootstrap_resamples_match_the_exact_bootstrap_distribution():
+    # n = 3: the 27 index triples are equally likely; the mean of [0, 1, 5] resampled takes each value
+    # with the exact probability counted here by brute force.
+    x = np.array([0.0, 1.0, 5.0])
+    exact = {}
+    for i in range(3):
+        for j in range(3):
+            for k in range(3):
+                value = round((x[i] + x[j] + x[k]) / 3, 9)
+                exact[value] = exact.get(value, 0) + 1 / 27
+    resamples = summarize.stratified_resamples([x], 40_000, np.random.default_rng(1))
+    assert resamples.shape == (40_000, 3)
+    values, counts = np.unique(np.round(resamples.mean(axis=1), 9), return_counts=True)
+    assert set(values) == set(exact)
+    assert max(abs(c / 40_000 - exact[v]) for v, c in zip(values, counts)) < 0.01
+    # for n < 4 the IQM is the mean; the 2.5% and 97.5% points of the exact distribution are its extremes
+    # (each has probability 1/27 > 2.5%)
+    assert summarize.bootstrap_interval([x], reps=40_000, seed=1) == pytest.approx((2.0, 0.0, 5.0))
+
+
+def test_bootstrap_interval_of_the_mean_has_the_normal_width_and_shrinks_with_n():
+    rng = np.random.default_rng(2)
+    mean = lambda v: np.mean(v, axis=-1)  # noqa: E731
+    widths = {}
+    for n in (100, 400):
+        x = rng.normal(10.0, 3.0, size=n)
+        point, low, high = summarize.bootstrap_interval([x], statistic=mean, reps=20_000, seed=0)
+        assert point == pytest.approx(x.mean()) and low < point < high
+        # the bootstrap distribution of a mean has sd std(x, ddof=0) / sqrt(n) and is close to normal:
+        # the 95% percentile interval is about +- 1.96 of it
+        half_width = 1.959964 * x.std() / math.sqrt(n)
+        assert (high - low) / 2 == pytest.approx(half_width, rel=0.05)
+        assert (low + high) / 2 == pytest.approx(x.mean(), abs=0.1 * half_width)
+        widths[n] = high - low
+    assert widths[400] / widths[100] == pytest.approx(0.5, rel=0.15)  # 1 / sqrt(4)
+
+
+def test_stratified_bootstrap_keeps_every_settings_share():
+    zeros, ones = [0.0, 0.0, 0.0], [1.0, 1.0, 1.0, 1.0, 1.0]
+    mean = lambda v: np.mean(v, axis=-1)  # noqa: E731
+    # stratified: every resample has 3 runs of the first setting and 5 of the second -> mean 5/8 always
+    assert summarize.bootstrap_interval([zeros, ones], statistic=mean, seed=0) == pytest.approx((0.625, 0.625, 0.625))
+    point, low, high = summarize.bootstrap_interval([zeros + ones], statistic=mean, seed=0)  # one pooled stratum varies
+    assert point == pytest.approx(0.625) and low < 0.5 and high > 0.75
+    resamples = summarize.stratified_resamples([[1.0, 2.0], [10.0, 20.0, 30.0]], 500, np.random.default_rng(0))
+    assert resamples.shape == (500, 5)
+    assert set(np.unique(resamples[:, :2])) == {1.0, 2.0} and set(np.unique(resamples[:, 2:])) == {10.0, 20.0, 30.0}
+
+
+def test_bootstrap_is_reproducible_and_contains_the_estimate():
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        strata = [rng.gamma(2.0, 500.0, size=rng.integers(6, 16)) + 2000 * (rng.random() < 0.5) for _ in range(rng.integers(1, 4))]
+        first = summarize.bootstrap_interval(strata, seed=7)
+        assert summarize.bootstrap_interval(strata, seed=7) == first  # same seed, same numbers, bit for bit
+        assert summarize.bootstrap_interval(strata, seed=8) != first
+        point, low, high = first
+        assert point == pytest.approx(stats.trim_mean(np.concatenate(strata), 0.25))
+        assert low <= point <= high
+
+
+def test_performance_profile_closed_form_and_brute_force():
+    fraction, low, high = summarize.performance_profile([[1.0, 2.0, 3.0, 4.0]], [0.0, 1.0, 2.5, 4.0, 5.0], reps=500)
+    assert fraction.tolist() == [1.0, 0.75, 0.5, 0.0, 0.0]  # strictly above tau
+    assert low[0] == high[0] == 1.0 and low[-1] == high[-1] == 0.0  # every resample agrees below the minimum / above the maximum
+    rng = np.random.default_rng(4)
+    strata = [rng.normal(0, 1, size=2), rng.normal(1, 2, size=6)]
+    taus = np.linspace(-4, 6, 41)
+    fraction, low, high = summarize.performance_profile(strata, taus, reps=1000, seed=0)
+    pooled = [v for s in strata for v in s]
+    assert fraction.tolist() == pytest.approx([sum(v > t for v in pooled) / len(pooled) for t in taus])  # pooled over runs
+    assert np.all(low <= fraction) and np.all(fraction <= high)
+    for curve in (fraction, low, high):  # every resample's profile is non-increasing, so are its percentiles
+        assert np.all(np.diff(curve) <= 0) and np.all((curve >= 0) & (curve <= 1))
+    again = summarize.performance_profile(strata, taus, reps=1000, seed=0)
+    assert all(np.array_equal(a, b) for a, b in zip(again, (fraction, low, high)))
+
+
+def test_minmax_normalize():
+    scaled = summarize.minmax_normalize({"PPO": {1: 100.0, 2: 300.0}, "EPPO_ind": {1: 500.0, 2: 200.0}})
+    assert scaled == {"PPO": {1: 0.0, 2: 0.5}, "EPPO_ind": {1: 1.0, 2: 0.25}}
+    assert summarize.minmax_normalize({"PPO": {1: 7.0, 2: 7.0}}) == {"PPO": {1: 0.5, 2: 0.5}}
+
+
+def test_robust_section_markdown_and_csv(tmp_path):
+    # back-one: PPO 100..800 over seeds 1-8 (IQM = 450), EPPO_ind bimodal; front-one: both; Ant: PPO only
+    ppo_back = [100.0 * k for k in range(1, 9)]
+    eppo_back = [1000.0, 3000.0, 1100.0, 3100.0, 1200.0, 3200.0, 1300.0, 3300.0]
+    ppo_front, eppo_front = [50.0, 60.0, 70.0, 80.0], [500.0, 600.0, 700.0, 800.0]
+    ant = runlist.Setting("paralysis", "Ant", "back-one")
+    for setting, method, per_seed in ((HC_BACK_ONE, "PPO", ppo_back), (HC_BACK_ONE, "EPPO_ind", eppo_back),
+                                      (HC_FRONT_ONE, "PPO", ppo_front), (HC_FRONT_ONE, "EPPO_ind", eppo_front),
+                                      (ant, "PPO", [1.0, 2.0])):  # fmt: skip
+        for seed, value in enumerate(per_seed, start=1):
+            write_constant(tmp_path, setting, method, seed, value, kappa=0.01 if method == "EPPO_ind" else None)
+    runs = summarize.load_runs(str(tmp_path))
+    options = summarize.RobustOptions(reps=1000, seed=0, threshold=2000.0)
+    ((experiment, (aulc, final)),) = summarize.robust_summaries(runs, options)
+    assert experiment == "paralysis" and aulc.metric == "aulc" and final.metric == "final_return"
+    cell = aulc.cells[(HC_BACK_ONE, "PPO")]
+    assert (cell.iqm, cell.n, cell.n_above) == (pytest.approx(450.0), 8, 0)
+    assert (cell.low, cell.high) == pytest.approx(summarize.bootstrap_interval([ppo_back], reps=1000, seed=0)[1:])
+    assert aulc.cells[(HC_BACK_ONE, "EPPO_ind")].n_above == 4  # the bimodality the mean hides
+    assert aulc.comparable == [HC_BACK_ONE, HC_FRONT_ONE]  # Ant has no EPPO_ind: not in the aggregate
+    aggregate = aulc.aggregate["EPPO_ind"]
+    assert aggregate.n_runs == 12 and aggregate.iqm == pytest.approx(stats.trim_mean(eppo_back + eppo_front, 0.25))
+    assert (aggregate.low, aggregate.high) == pytest.approx(summarize.bootstrap_interval([eppo_back, eppo_front], reps=1000, seed=0)[1:])
+
+    text = summarize.render_robust_markdown([(experiment, [aulc, final])], options, 0)
+    assert "| HalfCheetah | back-one | 450 [" in text and "(n=8), 0/8 > 2000 |" in text
+    assert "(n=8), 4/8 > 2000 |" in text
+    assert "| HalfCheetah | back-one | EPPO_ind | 8 | 4 | 1: 1000, 2: 3000, 3: 1100," in text
+    assert "| Aggregate IQM | 2 settings, raw returns |" in text
+    assert "leaves out the settings where some method has no results: paralysis/Ant/back-one" in text
+
+    normalized = summarize.robust_summaries(runs, summarize.RobustOptions(reps=200, normalize="minmax"))[0][1][0]
+    # min-max per setting over both methods: back-one spans 100..3300, front-one 50..800
+    expected = [(v - 100) / 3200 for v in eppo_back] + [(v - 50) / 750 for v in eppo_front]
+    assert normalized.aggregate["EPPO_ind"].iqm == pytest.approx(stats.trim_mean(expected, 0.25))
+    assert 0 <= normalized.aggregate["PPO"].low <= normalized.aggregate["PPO"].high <= 1
+
+    rows = list(csv.DictReader(io.StringIO(summarize.render_csv(runs, None, options))))
+    assert list(rows[0]) == summarize.CSV_FIELDS + summarize.ROBUST_CSV_FIELDS
+    row = next(r for r in rows if r["row"] == "cell" and r["metric"] == "aulc" and r["strategy"] == "back-one" and r["method"] == "EPPO_ind")
+    assert float(row["iqm"]) == pytest.approx(stats.trim_mean(eppo_back, 0.25)) and row["n_above"] == "4"
+    assert row["seed_values"].split(";")[:2] == ["1:1000.0", "2:3000.0"] and float(row["mean"]) == pytest.approx(np.mean(eppo_back))
+    aggregates = [r for r in rows if r["row"] == "aggregate_iqm"]
+    assert [(r["metric"], r["method"], r["n"], r["env"]) for r in aggregates] == [
+        ("aulc", "PPO", "12", "all"), ("aulc", "EPPO_ind", "12", "all"), ("final_return", "PPO", "12", "all"), ("final_return", "EPPO_ind", "12", "all")
+    ]  # fmt: skip
+    # without --robust the CSV keeps its columns exactly
+    assert summarize.render_csv(runs, None).splitlines()[0] == ",".join(summarize.CSV_FIELDS)
+
+
+def test_robust_cli(tmp_path, capsys):
+    for seed in (1, 2, 3, 4):
+        write_constant(tmp_path, HC_BACK_ONE, "PPO", seed, 1000.0 * seed)
+    write_constant(tmp_path, HC_BACK_ONE, "PPO", 5, 1.0, finished=False)
+    out = tmp_path / "table.md"
+    assert summarize.main([str(tmp_path), "--robust", "--threshold", "2500", "--bootstrap-reps", "100", "--output", str(out)]) == 0
+    text = out.read_text()
+    # the paper's table first, then the robust section, then the runs left out
+    assert text.index("Mean ± standard error") < text.index("robust statistics") < text.index("## Incomplete or excluded runs")
+    assert "| HalfCheetah | back-one | 2500 [" in text and "(n=4), 2/4 > 2500 |" in text and "over 100 bootstrap resamples" in text
+    same = tmp_path / "again.md"
+    assert summarize.main([str(tmp_path), "--robust", "--threshold", "2500", "--bootstrap-reps", "100", "--output", str(same)]) == 0
+    assert same.read_text() == text  # fixed bootstrap seed: the same file
+    assert summarize.main([str(tmp_path), "--threshold", "1"]) == 2
+    assert "only apply with --robust" in capsys.readouterr().err
+    assert summarize.main([str(tmp_path), "--robust", "--format", "latex"]) == 2
+    assert summarize.main([str(tmp_path), "--robust", "--bootstrap-reps", "0"]) == 2
