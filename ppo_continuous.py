@@ -531,10 +531,7 @@ def evaluate_policy(actor: Actor, eval_envs: list, task: int, obs_rms: RunningMe
 
 def validate_args(args: Args) -> None:
     """Reject a bad configuration up front, with a message that names the flag and the valid range."""
-    try:
-        nonstationary_envs.validate_setting(args.env_id, args.experiment, args.strategy, args.friction_mode)
-    except ValueError as error:
-        raise ValueError(str(error)) from None
+    nonstationary_envs.validate_setting(args.env_id, args.experiment, args.strategy, args.friction_mode)
     schedule_length = len(nonstationary_envs.task_schedule(args.env_id, args.experiment, args.strategy))
     positive = ["steps_per_task", "num_steps", "num_envs", "minibatch_size", "update_epochs", "eval_frequency",
                 "eval_episodes", "max_episode_steps", "max_nonfinite_skips", "save_states_every", "hidden_dim",

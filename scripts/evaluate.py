@@ -49,14 +49,17 @@ def evaluate_run(run_dir: str, task: int, episodes: int, seed=None) -> dict:
     if episodes < 1:
         raise ValueError(f"--episodes must be >= 1, got {episodes}")
 
+    # a run directory holds one seed's checkpoint (also when the seed was trained beside others, --num-seeds)
     checkpoint = script.load_checkpoint(run_dir)
     eval_envs = [script.make_env(args, args.seed + 100 + i) for i in range(episodes)]
     obs_dim, action_dim = eval_envs[0].observation_space.shape[0], eval_envs[0].action_space.shape[0]
-    actor = script.Actor(obs_dim, action_dim, args.hidden_dim)
+    actor = script.Actor(obs_dim, action_dim, args.hidden_dim, [torch.Generator()])
     actor.load_state_dict(checkpoint["actor"])
-    obs_rms = script.RunningMeanStd((obs_dim,))
+    obs_rms = script.RunningMeanStd(1, (obs_dim,))
     obs_rms.load_state_dict(checkpoint["obs_rms"])
-    returns, lengths, _ = script.evaluate_policy(actor, eval_envs, task, obs_rms, args, torch.device("cpu"))
+    returns, lengths, _ = script.evaluate_policy(actor, [eval_envs], task, obs_rms, args, [args.seed],
+                                                 torch.device("cpu"))
+    returns, lengths = returns[0], lengths[0]
     description = eval_envs[0].get_wrapper_attr("task_description")()
     return {"global_step": checkpoint["global_step"], "task": task, "task_description": description,
             "episodes": episodes, "return_mean": float(returns.mean()), "return_std": float(returns.std()),

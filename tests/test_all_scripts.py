@@ -81,47 +81,77 @@ def test_same_seed_gives_identical_evaluations(finished_run, tmp_path):
 RESUME_METHOD_FLAGS = {"cb_continuous.py": ["--maturity-threshold", "2", "--replacement-rate", "0.05"]}
 
 
+def saved_networks(checkpoint: dict) -> list:
+    """Every network and method state saved as a state dict of tensors (actor, critic, DRND predictor, ...)."""
+    return [k for k, v in checkpoint.items() if isinstance(v, dict) and v and all(isinstance(t, torch.Tensor)
+                                                                                 for t in v.values())]
+
+
+def assert_same_seed_outputs(dir_a, dir_b) -> None:
+    """Two run directories of one seed hold bit-identical evaluations and final networks."""
+    with open(dir_a / "evaluations.csv") as a, open(dir_b / "evaluations.csv") as b:
+        assert a.read() == b.read()
+    final_a = torch.load(dir_a / "checkpoint.pt", weights_only=False)
+    final_b = torch.load(dir_b / "checkpoint.pt", weights_only=False)
+    assert final_a["global_step"] == final_b["global_step"]
+    networks = saved_networks(final_a)
+    assert {"actor", "critic"} <= set(networks)
+    for network in networks:
+        for name, tensor in final_a[network].items():
+            assert torch.equal(tensor, final_b[network][name]), f"{network}.{name} differs"
+
+
 @pytest.mark.parametrize("script", SCRIPTS)
 def test_preempted_and_resumed_run_equals_straight_run(script, tmp_path):
-    """SIGTERM mid-run -> checkpoint + exit 75; re-running resumes to bit-identical parameters and evaluations."""
+    """SIGTERM mid-run of a two-seed group -> checkpoints + exit 75; re-running resumes both seeds to
+    bit-identical parameters, evaluations and saved states."""
     flags = ["--checkpoint-frequency", "128", "--steps-per-task", "512", "--save-states", "--save-states-every", "4",
-             *RESUME_METHOD_FLAGS.get(script, [])]
-    straight = run_script(script, tmp_path / "straight", *flags)
+             "--num-seeds", "2", *RESUME_METHOD_FLAGS.get(script, [])]
+    straight = run_script(script, tmp_path / "straight" / "seed{seed}", *flags)
     assert straight.returncode == 0, straight.stderr[-3000:]
 
-    interrupted_dir = tmp_path / "interrupted"
-    command = [sys.executable, os.path.join(REPO_ROOT, script), "--run-dir", str(interrupted_dir), *TINY_FLAGS, *flags]
+    interrupted = tmp_path / "interrupted"
+    command = [sys.executable, os.path.join(REPO_ROOT, script), "--run-dir", str(interrupted / "seed{seed}"),
+               *TINY_FLAGS, *flags]
     process = subprocess.Popen(command, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 120
-    while not (interrupted_dir / "checkpoint.pt").exists() and time.time() < deadline and process.poll() is None:
+    while not (interrupted / "seed2" / "checkpoint.pt").exists() and time.time() < deadline and process.poll() is None:
         time.sleep(0.05)
     process.send_signal(signal.SIGTERM)
     stdout, stderr = process.communicate(timeout=120)
     assert process.returncode == 75, (stdout[-2000:], stderr[-2000:])
-    assert not (interrupted_dir / "summary.json").exists()
-    stopped_at = torch.load(interrupted_dir / "checkpoint.pt", weights_only=False)["global_step"]
+    assert not (interrupted / "seed1" / "summary.json").exists()
+    stopped_at = torch.load(interrupted / "seed1" / "checkpoint.pt", weights_only=False)["global_step"]
     assert 0 < stopped_at < 1024
 
-    resumed = run_script(script, interrupted_dir, *flags)
+    resumed = run_script(script, interrupted / "seed{seed}", *flags)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
-    assert f"resuming {interrupted_dir} from global_step {stopped_at}" in resumed.stdout
-    with open(tmp_path / "straight" / "evaluations.csv") as a, open(interrupted_dir / "evaluations.csv") as b:
-        assert a.read() == b.read()
-    final_a = torch.load(tmp_path / "straight" / "checkpoint.pt", weights_only=False)
-    final_b = torch.load(interrupted_dir / "checkpoint.pt", weights_only=False)
-    assert final_a["global_step"] == final_b["global_step"] == 1024
-    # the visited states (--save-states): every 4th training observation, identical after the resume
-    with np.load(tmp_path / "straight" / "states.npz") as a, np.load(interrupted_dir / "states.npz") as b:
-        assert a["observations"].dtype == np.float16 and a["observations"].shape == (1024 // 4, 17)
-        assert np.array_equal(a["global_steps"], np.arange(4, 1025, 4))
-        assert np.array_equal(a["observations"], b["observations"]) and np.array_equal(a["global_steps"], b["global_steps"])
-    # every network and method state saved as a state dict of tensors (actor, critic, DRND predictor, ...)
-    networks = [k for k, v in final_a.items() if isinstance(v, dict) and v and
-                all(isinstance(t, torch.Tensor) for t in v.values())]
-    assert {"actor", "critic"} <= set(networks)
-    for network in networks:
-        for name, tensor in final_a[network].items():
-            assert torch.equal(tensor, final_b[network][name]), f"{network}.{name} differs after resume"
+    for seed in (1, 2):
+        assert f"resuming {interrupted / f'seed{seed}'} from global_step {stopped_at}" in resumed.stdout
+        assert_same_seed_outputs(tmp_path / "straight" / f"seed{seed}", interrupted / f"seed{seed}")
+        # the visited states (--save-states): every 4th training observation, identical after the resume
+        with (np.load(tmp_path / "straight" / f"seed{seed}" / "states.npz") as a,
+              np.load(interrupted / f"seed{seed}" / "states.npz") as b):
+            assert a["observations"].dtype == np.float16 and a["observations"].shape == (1024 // 4, 17)
+            assert np.array_equal(a["global_steps"], np.arange(4, 1025, 4))
+            assert np.array_equal(a["observations"], b["observations"])
+            assert np.array_equal(a["global_steps"], b["global_steps"])
+    # the two seeds are different agents
+    with open(interrupted / "seed1" / "evaluations.csv") as a, open(interrupted / "seed2" / "evaluations.csv") as b:
+        assert a.read() != b.read()
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_a_seed_does_not_depend_on_the_seeds_beside_it(script, tmp_path):
+    """Seed 1 gives bit-identical evaluations and networks at position 0 of a group of two (--seed 1), at
+    position 1 (--seed 0) and alone (--num-seeds 1); the odd evaluation count (3) and minibatch (32) put its
+    slices of stacked tensors at misaligned offsets."""
+    flags = ["--eval-episodes", "3", "--minibatch-size", "32", *RESUME_METHOD_FLAGS.get(script, [])]
+    for name, seed, num_seeds in (("first", 1, 2), ("second", 0, 2), ("alone", 1, 1)):
+        result = run_script(script, tmp_path / name / "seed{seed}", "--seed", seed, "--num-seeds", num_seeds, *flags)
+        assert result.returncode == 0, result.stderr[-3000:]
+    assert_same_seed_outputs(tmp_path / "first" / "seed1", tmp_path / "second" / "seed1")
+    assert_same_seed_outputs(tmp_path / "first" / "seed1", tmp_path / "alone" / "seed1")
 
 
 @pytest.mark.parametrize("script", SCRIPTS[:1])
@@ -184,32 +214,51 @@ def test_unwritable_run_dir_fails_at_start(tmp_path):
     assert result.returncode == 2 and "not writable" in result.stderr
 
 
+# The per-seed gradient norm of the CPU path is torch.linalg.vector_norm of that seed's per-parameter norms, once
+# per seed and optimizer (actor, then critic) in every minibatch step; the patch makes chosen calls NaN.
 NONFINITE_PATCH = """
 import runpy, sys, torch
 calls = [0]
-original = torch.nn.utils.clip_grad_norm_
-def faulty(parameters, max_norm, *a, **k):
-    norm = original(parameters, max_norm, *a, **k)
+original = torch.linalg.vector_norm
+def faulty(*a, **k):
+    norm = original(*a, **k)
     calls[0] += 1
-    return norm * float("nan") if calls[0] <= {bad_calls} else norm
-torch.nn.utils.clip_grad_norm_ = faulty
+    return norm * float("nan") if calls[0] <= {bad_calls} and (calls[0] - 1) % {period} == 0 else norm
+torch.linalg.vector_norm = faulty
 sys.argv = sys.argv[1:]
 runpy.run_path(sys.argv[0], run_name="__main__")
 """
 
 
-def run_with_nonfinite_gradients(script, run_dir, bad_calls, *flags):
-    command = [sys.executable, "-c", NONFINITE_PATCH.replace("{bad_calls}", str(bad_calls)),
-               os.path.join(REPO_ROOT, script), "--run-dir", str(run_dir), *TINY_FLAGS, *flags]
+def run_with_nonfinite_gradients(script, run_dir, bad_calls, *flags, period=1):
+    patch = NONFINITE_PATCH.replace("{bad_calls}", str(bad_calls)).replace("{period}", str(period))
+    command = [sys.executable, "-c", patch, os.path.join(REPO_ROOT, script), "--run-dir", str(run_dir), *TINY_FLAGS,
+               *flags]
     return subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
 
 
 def test_nonfinite_gradients_are_skipped_and_counted(tmp_path):
     result = run_with_nonfinite_gradients(SCRIPTS[0], tmp_path / "run", 3, "--num-tasks", "1")
     assert result.returncode == 0, result.stderr[-3000:]
-    assert "skipped 2 minibatch step(s) with non-finite" in result.stderr  # clip_grad_norm_ runs twice per step
+    assert "skipped 2 minibatch step(s) with non-finite" in result.stderr  # two norms (actor, critic) per step
     with open(tmp_path / "run" / "summary.json") as f:
         assert json.load(f)["nonfinite_skips"] == 2
+
+
+def test_a_nonfinite_seed_skips_its_own_steps_only(tmp_path):
+    """With two seeds the norms come in the order (actor seed 1, seed 2, critic seed 1, seed 2): NaN in every
+    other call for the first 8 calls makes seed 1 skip its first two steps, while seed 2 trains exactly as
+    it does alone."""
+    flags = ["--num-tasks", "1", "--num-seeds", "2"]
+    result = run_with_nonfinite_gradients(SCRIPTS[0], tmp_path / "run" / "seed{seed}", 8, *flags, period=2)
+    assert result.returncode == 0, result.stderr[-3000:]
+    with open(tmp_path / "run" / "seed1" / "summary.json") as a, open(tmp_path / "run" / "seed2" / "summary.json") as b:
+        assert json.load(a)["nonfinite_skips"] == 2 and json.load(b)["nonfinite_skips"] == 0
+    alone = run_script(SCRIPTS[0], tmp_path / "alone" / "seed{seed}", "--num-tasks", "1", "--seed", "2")
+    assert alone.returncode == 0, alone.stderr[-3000:]
+    assert_same_seed_outputs(tmp_path / "run" / "seed2", tmp_path / "alone" / "seed2")
+    with open(tmp_path / "run" / "seed1" / "evaluations.csv") as a, open(tmp_path / "run" / "seed2" / "evaluations.csv") as b:
+        assert a.read() != b.read()
 
 
 def test_persistent_nonfinite_gradients_stop_with_a_checkpoint(tmp_path):
