@@ -60,17 +60,17 @@ def test_evaluation_schedule_of_the_paper():
     assert [ppo.evaluated_task(s, 300) for s in (0, 200, 300, 301, 600)] == [0, 0, 0, 1, 1]
 
 
-def test_running_mean_std_matches_numpy_over_a_stream():
+def test_running_mean_std_matches_numpy_over_a_stream_per_seed():
     rng = np.random.default_rng(1)
-    data = rng.normal(3.0, 2.0, size=(500, 4))
-    rms = ppo.RunningMeanStd((4,), epsilon=1e-12)
+    data = rng.normal(3.0, 2.0, size=(2, 500, 4)) * np.array([1.0, 5.0])[:, None, None]  # two seeds' streams
+    rms = ppo.RunningMeanStd(2, (4,), epsilon=1e-12)
     for start in range(0, 300):  # single rows (the per-step fast path) ...
-        rms.update(data[start : start + 1])
+        rms.update(data[:, start : start + 1])
     for start in range(300, 500, 50):  # ... then batches
-        rms.update(data[start : start + 50])
-    np.testing.assert_allclose(rms.mean, data.mean(0), rtol=1e-9)
-    np.testing.assert_allclose(rms.var, data.var(0), rtol=1e-9)
-    clipped = rms.normalize(np.full((1, 4), 1e6), 10.0)
+        rms.update(data[:, start : start + 50])
+    np.testing.assert_allclose(rms.mean[:, 0], data.mean(1), rtol=1e-9)
+    np.testing.assert_allclose(rms.var[:, 0], data.var(1), rtol=1e-9)
+    clipped = rms.normalize(np.full((2, 1, 4), 1e6), 10.0)
     assert clipped.dtype == np.float32 and np.all(clipped == 10.0)
 
 
@@ -83,15 +83,94 @@ def test_gaussian_log_prob_and_entropy_match_torch_distributions():
     torch.testing.assert_close(ppo.gaussian_entropy(log_std), reference.entropy()[0].sum())
 
 
+def generators(*seeds):
+    return [torch.Generator().manual_seed(seed) for seed in seeds]
+
+
 def test_networks_expose_features_and_hidden_activations():
-    critic, actor = ppo.Critic(7, 16), ppo.Actor(7, 2, 16)
-    x = torch.randn(4, 7)
+    critic, actor = ppo.Critic(7, 16, generators(1, 2)), ppo.Actor(7, 2, 16, generators(1, 2))
+    x = torch.randn(2, 4, 7)  # (seeds, samples, obs_dim)
     for network in (critic, actor):
         activations = network.hidden_activations(x)
-        assert len(activations) == 2 and all(a.shape == (4, 16) and (a >= 0).all() for a in activations)
+        assert len(activations) == 2 and all(a.shape == (2, 4, 16) and (a >= 0).all() for a in activations)
         torch.testing.assert_close(network.features(x), activations[-1])
     torch.testing.assert_close(critic(x), critic.head(critic.features(x)).squeeze(-1))
-    assert actor(x).shape == (4, 2) and math.isclose(actor.log_std.sum().item(), 0.0)
+    assert actor(x).shape == (2, 4, 2) and math.isclose(actor.log_std.sum().item(), 0.0)
+
+
+def test_stacked_layers_equal_one_torch_layer_per_seed():
+    """Seed k's slice of a StackedLinear / StackedLayerNorm computes exactly nn.Linear / nn.LayerNorm with that
+    slice's parameters, and its initialization is CleanRL's orthogonal one drawn from seed k's generator alone."""
+    layer = ppo.layer_init(ppo.StackedLinear(3, 5, 7), generators(4, 5, 6), std=1.3)
+    norm = ppo.StackedLayerNorm(3, 7)
+    with torch.no_grad():
+        norm.weight.normal_(), norm.bias.normal_()
+    x = torch.randn(3, 5, 5)  # 5 samples of 5 features: seed slices start at misaligned offsets
+    y, z = layer(x), norm(layer(x))
+    for k, seed in enumerate((4, 5, 6)):
+        reference = torch.nn.Linear(5, 7)
+        torch.nn.init.orthogonal_(reference.weight, 1.3, generator=torch.Generator().manual_seed(seed))
+        torch.nn.init.zeros_(reference.bias)
+        assert torch.equal(layer.weight[k], reference.weight.data) and torch.equal(layer.bias[k, 0], reference.bias.data)
+        assert torch.equal(y[k], reference(x[k].clone()))
+        reference_norm = torch.nn.LayerNorm(7)
+        reference_norm.weight.data, reference_norm.bias.data = norm.weight[k, 0].detach(), norm.bias[k, 0].detach()
+        torch.testing.assert_close(z[k], reference_norm(y[k]), rtol=0, atol=1e-6)
+        gram = layer.weight[k].T @ layer.weight[k]  # orthonormal columns (7 x 5 weight), scaled by the gain
+        torch.testing.assert_close(gram.detach(), 1.3**2 * torch.eye(5), atol=1e-5, rtol=0)
+
+
+def test_seedwise_adam_equals_torch_adam_per_seed_and_skips_exactly():
+    """Each seed's slice follows optim.Adam(fused=True) on that slice alone, bit for bit, including a 6-entry
+    parameter (fused Adam's scalar tail); a skipped seed keeps its parameters, moments and step count; per-seed
+    clipping equals clip_grad_norm_ on each seed's parameters."""
+    torch.manual_seed(0)
+    stacked = [torch.nn.Parameter(torch.randn(3, 1, 6)), torch.nn.Parameter(torch.randn(3, 16, 5))]
+    optimizer = ppo.SeedwiseAdam(stacked, lr=1e-2, eps=1e-5)
+    singles = [[torch.nn.Parameter(p.data[k : k + 1].clone()) for p in stacked] for k in range(3)]
+    references = [torch.optim.Adam(params, lr=1e-2, eps=1e-5, fused=True) for params in singles]
+    for step in range(4):
+        grads = [torch.randn_like(p) * 10 for p in stacked]
+        stepping = np.array([True, step != 1, True])  # seed 1 skips its second step
+        optimizer.zero_grad()
+        for p, g in zip(stacked, grads):
+            p.grad += g
+        norms = optimizer.clip_grad_norms_(0.5)
+        for k in range(3):
+            for p, g in zip(singles[k], grads):
+                p.grad = g[k : k + 1].clone()
+            reference_norm = torch.nn.utils.clip_grad_norm_(singles[k], 0.5)
+            assert torch.equal(norms[k], reference_norm)
+            if stepping[k]:
+                references[k].step()
+        optimizer.step(None if stepping.all() else stepping)
+        for k in range(3):
+            for p, single in zip(stacked, singles[k]):
+                assert torch.equal(p.data[k : k + 1], single.data)
+    assert optimizer.state[stacked[0]]["step"].tolist() == [4.0, 3.0, 4.0]
+
+
+def test_seed_slice_and_stack_seeds_are_inverse():
+    state = {"actor": {"w": torch.randn(3, 2, 2)}, "rms": {"mean": np.arange(6.0).reshape(3, 1, 2), "count": 7.0},
+             "step": torch.tensor(5.0), "list": [np.zeros((3, 4))], "iteration": 2}
+    slices = [ppo.seed_slice(state, k) for k in range(3)]
+    assert slices[1]["actor"]["w"].shape == (1, 2, 2) and slices[1]["rms"]["count"] == 7.0
+    restored = ppo.stack_seeds(slices)
+    assert torch.equal(restored["actor"]["w"], state["actor"]["w"]) and torch.equal(restored["step"], state["step"])
+    assert np.array_equal(restored["rms"]["mean"], state["rms"]["mean"]) and restored["iteration"] == 2
+
+
+def test_normalize_advantages_per_seed():
+    advantages = torch.randn(3, 64, dtype=torch.float64) * torch.tensor([[1.0], [10.0], [0.1]], dtype=torch.float64)
+    normalized = ppo.normalize_advantages(advantages)
+    torch.testing.assert_close(normalized.mean(-1), torch.zeros(3, dtype=torch.float64), atol=1e-12, rtol=0)
+    torch.testing.assert_close(normalized.std(-1), torch.ones(3, dtype=torch.float64), atol=1e-7, rtol=0)
+
+
+def test_foreign_flag_names_the_script_that_has_it():
+    assert "eppo_continuous.py" in ppo.foreign_flag_error(["--kappa", "0.1"])
+    assert "no script" in ppo.foreign_flag_error(["--no-such-flag"])
+    assert ppo.foreign_flag_error(["--seed", "3", "--no-cuda", "--num-seeds", "2"]) is None
 
 
 def test_importing_the_script_has_no_side_effects(tmp_path, monkeypatch):
