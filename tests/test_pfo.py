@@ -3,6 +3,7 @@
 import dataclasses
 import math
 
+import numpy as np
 import pytest
 import torch
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
@@ -13,6 +14,10 @@ from tiny_run import TINY_EVALUATION_STEPS, read_csv, run_script
 OBS_DIM, ACTION_DIM, HIDDEN = 5, 2, 16
 
 
+def generators(*seeds):
+    return [torch.Generator().manual_seed(seed) for seed in seeds]
+
+
 def test_penalty_is_the_unit_mean_then_batch_mean_of_squared_differences():
     features = torch.tensor([[1.0, 2.0], [0.0, 0.0]])
     old_features = torch.tensor([[0.0, 0.0], [0.0, 3.0]])
@@ -20,12 +25,31 @@ def test_penalty_is_the_unit_mean_then_batch_mean_of_squared_differences():
     assert pfo.feature_trust_region_penalty(features, old_features).item() == 3.5
 
 
+def test_penalty_is_per_seed_over_its_own_minibatch():
+    """With a leading seed axis the penalty is one value per seed, each that seed's own unit-then-sample mean:
+    nothing is averaged over seeds, and a seed's value does not change with the seeds beside it."""
+    torch.manual_seed(0)
+    features, old_features = torch.randn(3, 32, 16), torch.randn(3, 32, 16)
+    old_features[1] = features[1]  # seed 1 has not moved
+    penalty = pfo.feature_trust_region_penalty(features, old_features)
+    assert penalty.shape == (3,) and penalty[1].item() == 0 and (penalty[[0, 2]] > 0).all()
+    for k in range(3):
+        assert torch.equal(penalty[k], pfo.feature_trust_region_penalty(features[k], old_features[k]))
+    torch.testing.assert_close(penalty, (features - old_features).pow(2).mean(dim=(1, 2)))
+    # the summed loss (as the script backpropagates it) gives each seed the gradient of its own penalty only
+    features.requires_grad_(True)
+    pfo.feature_trust_region_penalty(features, old_features).sum().backward()
+    assert features.grad[1].abs().max().item() == 0
+    torch.testing.assert_close(features.grad[0], 2 * (features[0] - old_features[0]).detach() / (32 * 16))
+
+
 def test_preactivation_features_are_the_last_layernorm_output_and_give_the_same_mean():
     torch.manual_seed(0)
-    actor = pfo.Actor(OBS_DIM, ACTION_DIM, HIDDEN)
-    x = torch.randn(32, OBS_DIM)
+    actor = pfo.Actor(OBS_DIM, ACTION_DIM, HIDDEN, generators(1, 2))
+    x = torch.randn(2, 32, OBS_DIM)  # (seeds, samples, obs_dim)
     preactivation = actor.preactivation_features(x)
-    assert isinstance(actor.trunk[-2], torch.nn.LayerNorm) and isinstance(actor.trunk[-1], torch.nn.ReLU)
+    assert isinstance(actor.trunk[-2], pfo.StackedLayerNorm) and isinstance(actor.trunk[-1], torch.nn.ReLU)
+    assert preactivation.shape == (2, 32, HIDDEN)
     assert torch.equal(preactivation, actor.trunk[-2](actor.trunk[:-2](x)))
     assert torch.equal(torch.relu(preactivation), actor.features(x))
     assert torch.equal(actor.mean_from_preactivation(preactivation), actor(x))  # bit-identical to PPO's forward
@@ -33,34 +57,39 @@ def test_preactivation_features_are_the_last_layernorm_output_and_give_the_same_
 
 
 def test_penalty_is_zero_with_zero_gradient_on_the_first_minibatch_and_positive_after_a_step():
+    """As the script: old features from one batched pass over the rollout, each seed's own minibatch gathered
+    from them. Moving only seed 0's actor moves only seed 0's features."""
     torch.manual_seed(0)
-    actor = pfo.Actor(OBS_DIM, ACTION_DIM, HIDDEN)
-    optimizer = torch.optim.Adam(actor.parameters(), lr=1e-2)
-    rollout_obs = torch.randn(64, OBS_DIM)
-    with torch.no_grad():  # as the script: one batched pass over the whole rollout
+    actor = pfo.Actor(OBS_DIM, ACTION_DIM, HIDDEN, generators(1, 2))
+    optimizer = pfo.SeedwiseAdam(actor.parameters(), lr=1e-2)
+    rollout_obs = torch.randn(2, 64, OBS_DIM)
+    with torch.no_grad():
         old_features = actor.preactivation_features(rollout_obs)
-    minibatch = torch.arange(0, 64, 4)
-    penalty = pfo.feature_trust_region_penalty(actor.preactivation_features(rollout_obs[minibatch]),
-                                               old_features[minibatch])
-    assert penalty.item() <= 1e-12  # the same parameters; batched and minibatch passes agree to rounding
-    penalty.backward()
-    assert all(p.grad is None or p.grad.abs().max() <= 1e-6 for p in actor.parameters())
+    seed_rows = torch.arange(2)[:, None]
+    minibatch = torch.stack([torch.arange(0, 64, 4), torch.arange(1, 64, 4)])  # each seed's own samples
+
+    def penalty():
+        return pfo.feature_trust_region_penalty(actor.preactivation_features(rollout_obs[seed_rows, minibatch]),
+                                                old_features[seed_rows, minibatch])
+
+    first = penalty()
+    assert first.shape == (2,) and first.max().item() <= 1e-12  # batched and minibatch passes agree to rounding
+    optimizer.zero_grad()
+    first.sum().backward()
+    assert all(p.grad.abs().max() <= 1e-6 for p in actor.parameters())
 
     optimizer.zero_grad()
-    actor(rollout_obs[minibatch]).pow(2).mean().backward()  # any step that moves the trunk
-    optimizer.step()
-    moved = pfo.feature_trust_region_penalty(actor.preactivation_features(rollout_obs[minibatch]),
-                                             old_features[minibatch])
-    assert moved.item() > 0
-    # and its gradient pulls the features back towards the rollout policy's
+    actor(rollout_obs[seed_rows, minibatch]).pow(2).mean(dim=(1, 2)).sum().backward()  # any step that moves the trunk
+    optimizer.step(np.array([True, False]))  # seed 0 only
+    moved = penalty()
+    assert moved[0].item() > 0 and moved[1].item() <= 1e-12
+    # and its gradient pulls seed 0's features back towards the rollout policy's
     optimizer.zero_grad()
-    moved.backward()
+    moved.sum().backward()
     with torch.no_grad():
         for p in actor.parameters():
-            if p.grad is not None:
-                p -= 1e-2 * p.grad
-    assert pfo.feature_trust_region_penalty(actor.preactivation_features(rollout_obs[minibatch]),
-                                            old_features[minibatch]).item() < moved.item()
+            p -= 1e-2 * p.grad
+    assert penalty()[0].item() < moved[0].item()
 
 
 def test_penalty_and_gradient_are_finite_for_extreme_features():
@@ -96,9 +125,13 @@ def test_tiny_run_writes_evaluations_and_the_feature_distance(tmp_path):
 
 
 def test_without_the_penalty_pfo_is_ppo(tmp_path):
-    """--feature-coef 0 leaves only the split forward pass, which is bit-identical: identical evaluations to PPO."""
-    pfo_run = run_script("pfo_continuous.py", tmp_path / "pfo", "--feature-coef", "0")
-    ppo_run = run_script("ppo_continuous.py", tmp_path / "ppo")
+    """--feature-coef 0 leaves only the split forward pass, which is bit-identical: identical evaluations to PPO,
+    for both seeds of a two-seed group."""
+    flags = ("--feature-coef", "0", "--num-seeds", "2")
+    pfo_run = run_script("pfo_continuous.py", tmp_path / "pfo" / "seed{seed}", *flags)
+    ppo_run = run_script("ppo_continuous.py", tmp_path / "ppo" / "seed{seed}", *flags[2:])
     assert pfo_run.returncode == 0 and ppo_run.returncode == 0, (pfo_run.stderr[-2000:], ppo_run.stderr[-2000:])
-    with open(tmp_path / "pfo" / "evaluations.csv") as a, open(tmp_path / "ppo" / "evaluations.csv") as b:
-        assert a.read() == b.read()
+    for seed in (1, 2):
+        with (open(tmp_path / "pfo" / f"seed{seed}" / "evaluations.csv") as a,
+              open(tmp_path / "ppo" / f"seed{seed}" / "evaluations.csv") as b):
+            assert a.read() == b.read()
