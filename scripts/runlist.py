@@ -8,6 +8,10 @@ scripts/summarize.py imports its tables, so none of them repeats this logic.
 Output: one line per run, `RUN_DIR<TAB>COMMAND`, COMMAND being a shell-quoted command line.
 Run directories are deterministic: <root>/<experiment>/<env>/<strategy>/<method>/seed<k>
 (with --kappa-grid: <root>/kappa<K>/<experiment>/<env>/<strategy>/<method>/seed<k>).
+With --seeds-per-process K, one line trains up to K consecutive seeds of one method x setting in one process
+(`--seed s --num-seeds n --run-dir .../seed{seed}`; each seed still writes its own directory) and RUN_DIR is
+the directory of its first seed, where the process's stdout.log/stderr.log go. With --pending, finished seeds
+are left out before packing, so a pack never retrains a finished seed.
 
     python scripts/runlist.py --methods PPO,EPPO_ind --settings paralysis/HalfCheetah/back-one \
         --seeds 1-3 --root runs/sweep -- --num-envs 1
@@ -47,7 +51,7 @@ KAPPA_COLUMNS = {"EPPO_cor": "kappa_cor", "EPPO_ind": "kappa_ind"}
 ENV_IDS = {"Ant": "Ant-v5", "HalfCheetah": "HalfCheetah-v5"}
 EXPERIMENTS = ("slippery", "paralysis")
 # Flags the run list sets itself; passing them as extra flags would silently fight the layout.
-RESERVED_FLAGS = ("--run-dir", "--seed", "--env-id", "--experiment", "--strategy", "--variant", "--kappa")
+RESERVED_FLAGS = ("--run-dir", "--seed", "--num-seeds", "--env-id", "--experiment", "--strategy", "--variant", "--kappa")
 
 
 class RunListError(ValueError):
@@ -181,7 +185,7 @@ def select_settings(
     return chosen
 
 
-def run_dir(root: str, setting: Setting, method: str, seed: int) -> str:
+def run_dir(root: str, setting: Setting, method: str, seed: int | str) -> str:
     return os.path.join(root, setting.experiment, setting.env, setting.strategy, method, f"seed{seed}")
 
 
@@ -206,6 +210,17 @@ def parse_kappa_grid(specs: list[str]) -> dict[str, list[float]]:
     return grid
 
 
+def seed_packs(seeds: list[int], seeds_per_process: int) -> list[list[int]]:
+    """Consecutive seeds (s, s + 1, ...) in packs of at most seeds_per_process, in the given order."""
+    packs: list[list[int]] = []
+    for seed in seeds:
+        if packs and seed == packs[-1][-1] + 1 and len(packs[-1]) < seeds_per_process:
+            packs[-1].append(seed)
+        else:
+            packs.append([seed])
+    return packs
+
+
 def build_runs(
     methods: list[str],
     settings: list[Setting],
@@ -217,9 +232,14 @@ def build_runs(
     kappa: float | None = None,
     kappa_grid: dict[str, list[float]] | None = None,
     kappa_table: dict[Setting, dict[str, float]] | None = None,
+    seeds_per_process: int = 1,
+    pending_only: bool = False,
 ) -> list[Run]:
-    """Every (setting, method, seed[, kappa]) -> Run. Loop order setting, method, seed so that a
-    partially finished sweep has whole settings done first."""
+    """Every (setting, method, seed[, kappa]) -> Run, or one Run per pack of up to ``seeds_per_process``
+    consecutive seeds; ``pending_only`` leaves out finished seeds first. Loop order setting, method, seed so
+    that a partially finished sweep has whole settings done first."""
+    if seeds_per_process < 1:
+        raise RunListError(f"--seeds-per-process must be a positive integer, got {seeds_per_process}")
     for method in methods:
         if method not in METHODS:
             raise RunListError(f"unknown method {method!r}; valid: {', '.join(METHODS)}")
@@ -250,14 +270,18 @@ def build_runs(
             for k in kappas:
                 base = os.path.join(root, f"kappa{format_kappa(k)}") if kappa_grid else root
                 kappa_flags = ("--kappa", format_kappa(k)) if k is not None else ()
-                for seed in seeds:
-                    directory = run_dir(base, setting, method, seed)
+                todo = [seed for seed in seeds if not (pending_only and is_finished(run_dir(base, setting, method, seed)))]
+                for pack in seed_packs(todo, seeds_per_process):
+                    directory = run_dir(base, setting, method, pack[0])
+                    seed_flags = ("--seed", str(pack[0]), "--run-dir", directory) if len(pack) == 1 else (
+                        "--seed", str(pack[0]), "--num-seeds", str(len(pack)),
+                        "--run-dir", run_dir(base, setting, method, "{seed}"))  # fmt: skip
                     argv = (
                         python, os.path.join(scripts_dir, script),
                         "--env-id", ENV_IDS[setting.env], "--experiment", setting.experiment,
                         "--strategy", setting.strategy, *fixed_flags, *kappa_flags,
                         *(CB_PAPER_FLAGS.get((setting.experiment, setting.env), ()) if method == "CB" else ()),
-                        "--seed", str(seed), "--run-dir", directory, *extra_args,
+                        *seed_flags, *extra_args,
                     )  # fmt: skip
                     runs.append(Run(directory, argv))
     return runs
@@ -281,6 +305,8 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--envs", help=f"filter the paper's settings: comma list of {', '.join(ENV_IDS)}")
     parser.add_argument("--strategies", help="filter the paper's settings: comma list of strategies")
     parser.add_argument("--seeds", default="1-15", help="e.g. 1-15 (default, the paper's) or 1,2,5-7")
+    parser.add_argument("--seeds-per-process", type=int, default=1, metavar="K",
+                        help="train up to K consecutive seeds of one method x setting in one process (--num-seeds)")
     parser.add_argument("--root", default="runs/sweep", help="root of the run directories (default runs/sweep)")
     parser.add_argument("--python", default="python3", help="interpreter for the runs (default python3)")
     parser.add_argument("--kappa", type=float, help="kappa for EPPO_cor/EPPO_ind (default: scripts/paper_kappa.csv)")
@@ -318,6 +344,8 @@ def main(argv: list[str] | None = None) -> int:
             extra_args=tuple(extra),
             kappa=args.kappa,
             kappa_grid=parse_kappa_grid(args.kappa_grid),
+            seeds_per_process=args.seeds_per_process,
+            pending_only=args.pending,
         )
     except RunListError as error:
         print(f"error: {error}", file=sys.stderr)
@@ -326,8 +354,6 @@ def main(argv: list[str] | None = None) -> int:
         if any(c in run.run_dir for c in "\t\n"):
             print(f"error: run dir {run.run_dir!r} contains a tab or newline", file=sys.stderr)
             return 2
-        if args.pending and is_finished(run.run_dir):
-            continue
         print(f"{run.run_dir}\t{run.command}")
     return 0
 

@@ -2,7 +2,10 @@
 # Run a sweep (methods x settings x seeds) on one machine with N parallel workers.
 #
 #   scripts/sweep.sh --methods PPO,EPPO_ind --settings paralysis/HalfCheetah/back-one --seeds 1-15 \
-#       --root runs/sweep --workers 4 [--gpus 0,1] [--dry-run] [-- EXTRA FLAGS FOR EVERY RUN]
+#       --root runs/sweep --workers 4 [--gpus 0,1] [--seeds-per-process 16] [--dry-run] [-- EXTRA FLAGS FOR EVERY RUN]
+#
+# --seeds-per-process K packs up to K consecutive seeds of one method x setting into one process (--num-seeds;
+# docs/batched-seeds.md has the recommended packing); a "run" below is then one such process.
 #
 # The run list comes from scripts/runlist.py (run selection flags: see --help). Every run gets the
 # deterministic directory <root>/<experiment>/<env>/<strategy>/<method>/seed<k>, with its

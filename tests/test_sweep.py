@@ -130,16 +130,37 @@ def test_sigterm_stops_the_sweep_and_relaunch_resumes(tmp_path, fake_scripts):
     assert "3 finished now, 0 already finished" in resumed.stdout
 
 
-def test_real_tiny_ppo_run(tmp_path):
-    """One real ppo_continuous.py run through the sweep (CONTRACT's tiny configuration)."""
+def test_real_tiny_ppo_run_with_two_seeds_per_process(tmp_path):
+    """Real ppo_continuous.py runs through the sweep (CONTRACT's tiny configuration), seeds 1-3 packed two per
+    process: seeds 1 and 2 share a process, seed 3 runs alone, and every seed writes its own run directory."""
     root = str(tmp_path / "root")
-    result = sweep("--methods", "PPO", "--settings", "paralysis/HalfCheetah/back-one", "--seeds", "1", "--root", root,
-                   "--python", PY, "--", *TINY_FLAGS)  # fmt: skip
+    result = sweep("--methods", "PPO", "--settings", "paralysis/HalfCheetah/back-one", "--seeds", "1-3", "--root", root,
+                   "--seeds-per-process", "2", "--python", PY, "--", *TINY_FLAGS)  # fmt: skip
     assert result.returncode == 0, result.stdout + result.stderr
-    (run,) = summarize.load_runs(root)
-    assert run.complete, run.problems
-    assert (run.method, run.num_tasks, run.steps_per_task) == ("PPO", 2, 256)
-    assert len(run.evaluations) == 5  # steps 0, 128, 256, 384, 512
+    runs = sorted(summarize.load_runs(root), key=lambda run: run.seed)
+    assert [run.seed for run in runs] == [1, 2, 3]
+    for run in runs:
+        assert run.complete, run.problems
+        assert (run.method, run.num_tasks, run.steps_per_task) == ("PPO", 2, 256)
+        assert len(run.evaluations) == 5  # steps 0, 128, 256, 384, 512
+    assert "2 runs: 2 finished now" in result.stdout  # two processes
+
+
+def test_packs_hold_consecutive_pending_seeds(tmp_path):
+    assert runlist.seed_packs([1, 2, 3, 4, 5], 2) == [[1, 2], [3, 4], [5]]
+    assert runlist.seed_packs([1, 3, 4, 5, 9], 4) == [[1], [3, 4, 5], [9]]
+    root = str(tmp_path / "root")
+    setting = runlist.Setting("paralysis", "HalfCheetah", "back-one")
+    finished = runlist.run_dir(root, setting, "PPO", 2)
+    os.makedirs(finished)
+    open(os.path.join(finished, "summary.json"), "w").close()
+    runs = runlist.build_runs(["PPO"], [setting], [1, 2, 3, 4, 5], root, seeds_per_process=3, pending_only=True,
+                              kappa_table={})
+    assert [run.run_dir for run in runs] == [runlist.run_dir(root, setting, "PPO", s) for s in (1, 3)]
+    second = runs[1].argv
+    assert second[second.index("--seed") + 1 : second.index("--seed") + 4] == ("3", "--num-seeds", "3")
+    assert second[second.index("--run-dir") + 1] == runlist.run_dir(root, setting, "PPO", "{seed}")
+    assert "--num-seeds" not in runs[0].argv  # a pack of one is a plain one-seed run
 
 
 def test_grid_search_selects_kappa_by_mean_aulc(tmp_path, fake_scripts):
