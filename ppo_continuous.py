@@ -25,9 +25,12 @@ What differs from CleanRL's ``ppo_continuous_action.py`` and why:
   serve a leading seed axis. On the CPU a seed's results do not depend on K or on its position in the batch.
 """
 
+import contextlib
 import copy
 import csv
 import dataclasses
+import io
+import itertools
 import json
 import math
 import os
@@ -736,14 +739,24 @@ def parse_args(argv: list) -> Args:
     if error:
         print(f"error: {error}", file=sys.stderr)
         sys.exit(EXIT_INVALID_CONFIG)
+    tyro_errors = io.StringIO()
     try:
         try:
-            return tyro.cli(Args, args=argv)
+            with contextlib.redirect_stderr(tyro_errors):
+                return tyro.cli(Args, args=argv)
         finally:
             sys.stdout.flush()
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing more may reach the closed pipe
         sys.exit(0)
+    except SystemExit as exit_status:
+        if exit_status.code in (0, None):
+            raise
+        # tyro's error is a box of several lines: keep its message, on one line
+        lines = [line.strip("╭╮╰╯│ ") for line in tyro_errors.getvalue().splitlines()[1:]]
+        message = " ".join(itertools.takewhile(lambda line: not set(line) <= set("─"), lines))
+        print(f"error: {' '.join(message.split())} (`--help` lists the flags)", file=sys.stderr)
+        sys.exit(EXIT_INVALID_CONFIG)
 
 
 if __name__ == "__main__":

@@ -302,3 +302,19 @@ def test_a_crash_before_the_first_checkpoint_restarts_from_scratch(tmp_path):
     assert result.returncode == 0, result.stderr[-2000:]
     assert evaluation_rows(crashed) == TINY_EVALUATION_STEPS
     assert "123.0" not in (crashed / "evaluations.csv").read_text()
+
+
+def test_parse_errors_are_one_line_and_help_survives_a_closed_pipe(tmp_path):
+    """tyro's boxed errors become one line naming the flag; another script's flag names that script; `--help`
+    into a closed pipe (`| head`) exits 0 without a traceback."""
+    for flags, expected in ((["--steps-per-task", "abc"], "--steps-per-task"), (["--kappa", "0.1"], "eppo_continuous.py"),
+                            (["--env-id", "Walker2d-v5"], "Ant-v5")):
+        result = run_script("ppo_continuous.py", tmp_path / "run", *flags, timeout=120)
+        assert result.returncode == 2 and expected in result.stderr, result.stderr
+        assert len(result.stderr.strip().splitlines()) == 1 and result.stderr.startswith("error: ")
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader has gone before anything is written
+    result = subprocess.run([sys.executable, os.path.join(REPO_ROOT, "ppo_continuous.py"), "--help"], stdout=write_end,
+                            stderr=subprocess.PIPE, text=True, timeout=120)
+    os.close(write_end)
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
