@@ -20,91 +20,131 @@ DRND_FLAGS = ["--num-targets", "--drnd-alpha", "--drnd-learning-rate", "--drnd-u
               "--ext-coef", "--int-coef"]
 
 
+def generators(*seeds):
+    return [torch.Generator().manual_seed(seed) for seed in seeds]
+
+
 def numpy_drnd_bonus(predicted, targets, alpha):
     """Direct float64 evaluation of b = alpha sum_d (f - mu)^2 + (1 - alpha) mean_d sqrt(clip(y, 1e-3, 1)) with
     y = |f^2 - mu^2| / (B2 - mu^2), mu = mean_i c_i, B2 = mean_i c_i^2 (Yang et al., 2024; clip and feature mean
-    from the authors' online/agents.py)."""
+    from the authors' online/agents.py). predicted (B, D), targets (B, K, D)."""
     predicted, targets = predicted.astype(np.float64), targets.astype(np.float64)
-    mu = targets.mean(axis=0)
-    second_moment = (targets**2).mean(axis=0)
+    mu = targets.mean(axis=-2)
+    second_moment = (targets**2).mean(axis=-2)
     b1 = ((predicted - mu) ** 2).sum(axis=-1)
     b2 = np.sqrt(np.clip(np.abs(predicted**2 - mu**2) / (second_moment - mu**2), 1e-3, 1.0)).mean(axis=-1)
     return alpha * b1 + (1 - alpha) * b2
 
 
-def test_bonus_matches_direct_numpy_evaluation():
+def test_bonus_matches_direct_numpy_evaluation_per_seed():
     rng = np.random.default_rng(0)
-    targets = rng.normal(size=(10, 64, 32)).astype(np.float32)
-    # predictors near the ensemble mean (ratio below the 1e-3 clip), generic ones, and far ones (ratio above 1)
-    predicted = np.concatenate([targets.mean(axis=0)[:16] + 1e-4, rng.normal(size=(32, 32)),
-                                rng.normal(scale=10.0, size=(16, 32))]).astype(np.float32)
-    ratio = np.abs(predicted**2 - targets.mean(0) ** 2) / targets.var(0)
-    assert (ratio < 1e-3).any() and (ratio > 1).any()  # both clip bounds are exercised
+    bonus_inputs = []
+    for _ in range(2):  # two seeds
+        targets = rng.normal(size=(64, 10, 32)).astype(np.float32)
+        # predictors near the ensemble mean (ratio below the 1e-3 clip), generic ones, and far ones (ratio above 1)
+        predicted = np.concatenate([targets.mean(axis=1)[:16] + 1e-4, rng.normal(size=(32, 32)),
+                                    rng.normal(scale=10.0, size=(16, 32))]).astype(np.float32)
+        ratio = np.abs(predicted**2 - targets.mean(1) ** 2) / targets.var(1)
+        assert (ratio < 1e-3).any() and (ratio > 1).any()  # both clip bounds are exercised
+        bonus_inputs.append((predicted, targets))
+    predicted, targets = (torch.from_numpy(np.stack(x)) for x in zip(*bonus_inputs))
     for alpha in (0.9, 0.95, 0.0, 1.0):
-        got = drnd.drnd_bonus(torch.from_numpy(predicted), torch.from_numpy(targets), alpha).numpy()
-        np.testing.assert_allclose(got, numpy_drnd_bonus(predicted, targets, alpha), rtol=1e-4, atol=1e-6)
+        got = drnd.drnd_bonus(predicted, targets, alpha).numpy()
+        assert got.shape == (2, 64)
+        for k, (predicted_k, targets_k) in enumerate(bonus_inputs):  # each seed from its own features only
+            np.testing.assert_allclose(got[k], numpy_drnd_bonus(predicted_k, targets_k, alpha), rtol=1e-4, atol=1e-6)
 
 
 def test_bonus_and_predictor_gradient_finite_for_agreeing_targets_and_extreme_inputs():
-    torch.manual_seed(0)
-    targets = drnd.TargetEnsemble(input_dim=5, num_targets=10)
-    predictor = drnd.make_drnd_mlp(5)
+    targets = drnd.TargetEnsemble(input_dim=5, num_targets=10, generators=generators(0))
+    predictor = drnd.make_drnd_mlp(5, generators(1))
     # zero biases: an all-zero input gives all-zero target outputs, so B2 - mu^2 = 0 exactly (0/0 unguarded)
-    assert targets(torch.zeros(1, 5)).abs().max() == 0
-    for x in (torch.zeros(4, 5), torch.full((4, 5), 1e6), torch.full((4, 5), -1e6)):
+    assert targets(torch.zeros(1, 1, 5)).abs().max() == 0
+    for x in (torch.zeros(1, 4, 5), torch.full((1, 4, 5), 1e6), torch.full((1, 4, 5), -1e6)):
         target_features = targets(x)
         predicted = predictor(x)
         assert torch.isfinite(drnd.drnd_bonus(predicted, target_features, 0.9)).all()
-        drnd.drnd_predictor_loss(predicted, target_features, torch.arange(4)).backward()
+        drnd.drnd_predictor_loss(predicted, target_features, torch.arange(4)[None]).sum().backward()
         assert all(torch.isfinite(p.grad).all() for p in predictor.parameters())
         predictor.zero_grad()
 
 
 def test_target_ensemble_equals_its_member_networks_and_is_frozen():
-    torch.manual_seed(3)
-    targets = drnd.TargetEnsemble(input_dim=7, num_targets=4)
-    torch.manual_seed(3)
-    members = [drnd.make_drnd_mlp(7) for _ in range(4)]  # the same init sequence, one network at a time
-    x = torch.randn(9, 7)
+    targets = drnd.TargetEnsemble(input_dim=7, num_targets=4, generators=generators(3, 4))
+    gens = generators(3, 4)
+    members = [drnd.make_drnd_mlp(7, gens) for _ in range(4)]  # the same init sequence, one network at a time
+    x = torch.randn(2, 9, 7, generator=torch.Generator().manual_seed(0))
     features = targets(x)
-    assert features.shape == (4, 9, drnd.DRND_FEATURE_DIM)
-    for k, member in enumerate(members):
-        torch.testing.assert_close(features[k], member(x), rtol=1e-5, atol=1e-5)
+    assert features.shape == (2, 9, 4, drnd.DRND_FEATURE_DIM)  # (seeds, samples, targets, features)
+    for i, member in enumerate(members):
+        torch.testing.assert_close(features[:, :, i], member(x), rtol=1e-5, atol=1e-5)
     assert list(targets.parameters()) == [] and len(targets.state_dict()) == 8  # 4 layers: weights and biases
-    widths = [layer.out_features for layer in members[0] if isinstance(layer, torch.nn.Linear)]
+    assert all(buffer.shape[:2] == (2, 4) for buffer in targets.state_dict().values())  # seed axis first
+    widths = [layer.weight.shape[1] for layer in members[0] if isinstance(layer, drnd.StackedLinear)]
     assert widths == [256, 256, 256, 32]  # EPPO paper, Appendix B
 
 
-def test_predictor_loss_regresses_each_sample_onto_its_chosen_target():
-    target_features = torch.arange(3 * 2 * 4, dtype=torch.float32).reshape(3, 2, 4)
+def test_a_seeds_bonus_networks_do_not_depend_on_the_seeds_beside_it():
+    """Seed 4's targets and predictor are drawn from its own generator and compute bit-identical features whether
+    it is alone or at position 1 beside seed 3 (CPU; 37 samples put its slices at misaligned offsets)."""
+    pair_targets = drnd.TargetEnsemble(7, 3, generators(3, 4))
+    pair_predictor = drnd.make_drnd_mlp(7, generators(3, 4))
+    alone_targets = drnd.TargetEnsemble(7, 3, generators(4))
+    alone_predictor = drnd.make_drnd_mlp(7, generators(4))
+    for name, buffer in alone_targets.state_dict().items():
+        assert torch.equal(pair_targets.state_dict()[name][1:], buffer), name
+    for name, parameter in alone_predictor.state_dict().items():
+        assert torch.equal(pair_predictor.state_dict()[name][1:], parameter), name
+    assert not torch.equal(pair_targets.weight_0[0], pair_targets.weight_0[1])
+    x = torch.randn(2, 37, 7, generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        assert torch.equal(pair_targets(x)[1], alone_targets(x[1:])[0])
+        assert torch.equal(pair_predictor(x)[1], alone_predictor(x[1:])[0])
+        pair_bonus = drnd.drnd_bonus(pair_predictor(x), pair_targets(x), 0.9)
+        alone_bonus = drnd.drnd_bonus(alone_predictor(x[1:]), alone_targets(x[1:]), 0.9)
+    assert torch.equal(pair_bonus[1], alone_bonus[0])
+
+
+def test_predictor_loss_regresses_each_sample_onto_its_chosen_target_per_seed():
+    # (samples 2, targets 3, features 4)
+    target_features = torch.arange(2 * 3 * 4, dtype=torch.float32).reshape(2, 3, 4)
     loss = drnd.drnd_predictor_loss(torch.zeros(2, 4), target_features, torch.tensor([2, 0]))
-    want = (target_features[2, 0].pow(2).mean() + target_features[0, 1].pow(2).mean()) / 2
+    want = (target_features[0, 2].pow(2).mean() + target_features[1, 0].pow(2).mean()) / 2
     torch.testing.assert_close(loss, want)
+    # with a seed axis: each seed's loss is that of its own predictions, features and target choice
+    predicted = torch.randn(3, 5, 4, generator=torch.Generator().manual_seed(0))
+    features = torch.randn(3, 5, 6, 4, generator=torch.Generator().manual_seed(1))
+    index = torch.randint(6, (3, 5), generator=torch.Generator().manual_seed(2))
+    losses = drnd.drnd_predictor_loss(predicted, features, index)
+    assert losses.shape == (3,)
+    for k in range(3):
+        want = torch.stack([(predicted[k, b] - features[k, b, index[k, b]]).pow(2).mean() for b in range(5)]).mean()
+        torch.testing.assert_close(losses[k], want)
 
 
 def test_trained_inputs_get_a_smaller_bonus_than_novel_inputs():
-    torch.manual_seed(0)
     input_dim, num_targets = 6, 10
-    targets = drnd.TargetEnsemble(input_dim, num_targets)
-    predictor = drnd.make_drnd_mlp(input_dim)
-    optimizer = torch.optim.Adam(predictor.parameters(), lr=3e-4)
-    seen = torch.randn(128, input_dim) * 0.5 - 1.0
-    novel = torch.randn(128, input_dim) * 0.5 + 3.0
+    targets = drnd.TargetEnsemble(input_dim, num_targets, generators(0, 1))
+    predictor = drnd.make_drnd_mlp(input_dim, generators(0, 1))
+    optimizer = drnd.SeedwiseAdam(predictor.parameters(), lr=3e-4)
+    sampling = torch.Generator().manual_seed(0)
+    seen = torch.randn(2, 128, input_dim, generator=sampling) * 0.5 - 1.0
+    novel = torch.randn(2, 128, input_dim, generator=sampling) * 0.5 + 3.0
     seen_features = targets(seen)
     with torch.no_grad():
-        initial_seen = drnd.drnd_bonus(predictor(seen), seen_features, 0.9).mean()
+        initial_seen = drnd.drnd_bonus(predictor(seen), seen_features, 0.9).mean(-1)
     for _ in range(200):
-        index = torch.randint(num_targets, (seen.shape[0],))
+        index = torch.randint(num_targets, (2, seen.shape[1]), generator=sampling)
         loss = drnd.drnd_predictor_loss(predictor(seen), seen_features, index)
         optimizer.zero_grad()
-        loss.backward()
+        loss.sum().backward()
         optimizer.step()
     with torch.no_grad():
-        bonus_seen = drnd.drnd_bonus(predictor(seen), seen_features, 0.9).mean()
-        bonus_novel = drnd.drnd_bonus(predictor(novel), targets(novel), 0.9).mean()
-    # seeds 0-2 give bonus_seen/initial ~ 0.015-0.03 and bonus_novel/bonus_seen ~ 130-250
-    assert bonus_seen < 0.2 * initial_seen
-    assert bonus_novel > 10 * bonus_seen
+        bonus_seen = drnd.drnd_bonus(predictor(seen), seen_features, 0.9).mean(-1)
+        bonus_novel = drnd.drnd_bonus(predictor(novel), targets(novel), 0.9).mean(-1)
+    # per seed: bonus_seen/initial ~ 0.015-0.03 and bonus_novel/bonus_seen ~ 130-250 (measured before batching)
+    assert (bonus_seen < 0.2 * initial_seen).all()
+    assert (bonus_novel > 10 * bonus_seen).all()
 
 
 def test_discounted_bonus_sums_closed_form_and_no_reset():
@@ -112,6 +152,11 @@ def test_discounted_bonus_sums_closed_form_and_no_reset():
     sums = drnd.discounted_bonus_sums(bonus, np.array([10.0, 0.0]), 0.5)
     # s_t = 0.5 s_{t-1} + b_t from s_{-1} = (10, 0)
     np.testing.assert_allclose(sums, [[6.0, 2.0], [3.0, 2.0], [5.5, 1.0]])
+    # (T, seeds, envs): every seed and env is its own filter
+    stacked = drnd.discounted_bonus_sums(np.stack([bonus, 2 * bonus], axis=1), np.array([[10.0, 0.0], [0.0, 0.0]]),
+                                         0.5)
+    np.testing.assert_allclose(stacked[:, 0], sums)
+    np.testing.assert_allclose(stacked[:, 1], 2 * drnd.discounted_bonus_sums(bonus, np.zeros(2), 0.5))
 
 
 def test_help_lists_the_drnd_flags():
@@ -132,47 +177,69 @@ def test_bad_drnd_values_are_rejected_naming_the_flag(field, value):
         drnd.validate_args(drnd.Args(steps_per_task=256, num_tasks=1, **{field: value}))
 
 
-def test_tiny_run_logs_drnd_and_resumes_its_state_bit_identically(tmp_path):
-    """A tiny run logs the DRND tags and checkpoints the DRND state; resuming from an earlier checkpoint (with a
-    predictor update still to come) reproduces the final state and evaluations exactly."""
+def assert_same_drnd_state(a: dict, b: dict) -> None:
+    """Two checkpoints of one seed hold bit-identical networks, DRND statistics and predictor optimizer state."""
+    for key in ("actor", "critic", "predictor", "targets"):
+        for name, tensor in a[key].items():
+            assert torch.equal(tensor, b[key][name]), f"{key}.{name}"
+    for key in ("drnd_input_rms", "int_return_rms"):
+        for name, value in a[key].items():
+            np.testing.assert_array_equal(value, b[key][name], err_msg=f"{key}.{name}")
+    np.testing.assert_array_equal(a["int_discounted_sum"], b["int_discounted_sum"])
+    for state, state_b in zip(a["predictor_optimizer"]["state"].values(), b["predictor_optimizer"]["state"].values()):
+        assert all(torch.equal(state[k], state_b[k]) for k in state)
+
+
+def test_two_seed_run_logs_drnd_per_seed_and_resumes_its_state_bit_identically(tmp_path):
+    """A tiny two-seed run logs the DRND tags and checkpoints each seed's own DRND state (seed axis of length 1);
+    seed 2's state equals that of seed 2 trained alone (position 1 vs 0, K = 2 vs 1: the per-seed statistics,
+    predictor subsets and target draws); resuming from an earlier checkpoint (with a predictor update still to
+    come) reproduces both seeds' final state and evaluations exactly."""
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     flags = ["--num-steps", "64", "--checkpoint-frequency", "128"]  # updates every 64 steps, checkpoints every 128
     straight = tmp_path / "straight"
-    result = run_script(SCRIPT, straight, *flags)
+    result = run_script(SCRIPT, straight / "seed{seed}", *flags, "--num-seeds", "2")
     assert result.returncode == 0, result.stderr[-3000:]
-    assert [(int(r["global_step"]), int(r["task"])) for r in read_csv(straight / "evaluations.csv")] == \
-        TINY_EVALUATION_STEPS
-    events = EventAccumulator(str(straight))
-    events.Reload()
-    for tag in ("drnd/bonus_mean", "drnd/predictor_loss", "drnd/intrinsic_reward_mean", "losses/value_loss",
-                "losses/value_loss_ext", "losses/value_loss_int"):
-        values = [event.value for event in events.Scalars(tag)]
-        assert len(values) == 7 and np.isfinite(values).all(), tag  # one per update: steps 64, ..., 448
-    final = torch.load(straight / "checkpoint.pt", weights_only=False)
-    previous = torch.load(straight / "checkpoint.prev.pt", weights_only=False)
-    assert previous["global_step"] == 384 and final["global_step"] == 512
-    # the update at step 448 trained the predictor and the intrinsic head but left the targets alone
-    assert not torch.equal(previous["predictor"]["0.weight"], final["predictor"]["0.weight"])
-    assert not torch.equal(previous["critic"]["head_int.weight"], final["critic"]["head_int.weight"])
-    assert all(torch.equal(previous["targets"][k], final["targets"][k]) for k in final["targets"])
+    final, previous = {}, {}
+    for seed in (1, 2):
+        run_dir = straight / f"seed{seed}"
+        assert [(int(r["global_step"]), int(r["task"])) for r in read_csv(run_dir / "evaluations.csv")] == \
+            TINY_EVALUATION_STEPS
+        events = EventAccumulator(str(run_dir))
+        events.Reload()
+        for tag in ("drnd/bonus_mean", "drnd/predictor_loss", "drnd/intrinsic_reward_mean",
+                    "drnd/intrinsic_return_std", "losses/value_loss", "losses/value_loss_ext", "losses/value_loss_int"):
+            values = [event.value for event in events.Scalars(tag)]
+            assert len(values) == 7 and np.isfinite(values).all(), tag  # one per update: steps 64, ..., 448
+        final[seed] = torch.load(run_dir / "checkpoint.pt", weights_only=False)
+        previous[seed] = torch.load(run_dir / "checkpoint.prev.pt", weights_only=False)
+        assert previous[seed]["global_step"] == 384 and final[seed]["global_step"] == 512
+        # one seed's state: the seed axis has length 1
+        assert final[seed]["predictor"]["0.weight"].shape[0] == 1
+        assert final[seed]["targets"]["weight_0"].shape[:2] == (1, 10)  # (seeds, targets, ...)
+        assert final[seed]["drnd_input_rms"]["mean"].shape == (1, 1, 17 + 6)  # (observation, action)
+        assert final[seed]["int_discounted_sum"].shape == (1, 1)  # (seeds, envs)
+        # the update at step 448 trained the predictor and the intrinsic head but left the targets alone
+        assert not torch.equal(previous[seed]["predictor"]["0.weight"], final[seed]["predictor"]["0.weight"])
+        assert not torch.equal(previous[seed]["critic"]["head_int.weight"], final[seed]["critic"]["head_int.weight"])
+        assert all(torch.equal(previous[seed]["targets"][k], final[seed]["targets"][k]) for k in final[seed]["targets"])
+    # the two seeds have their own bonus networks and statistics
+    assert not torch.equal(final[1]["targets"]["weight_0"], final[2]["targets"]["weight_0"])
+    assert not np.array_equal(final[1]["int_return_rms"]["var"], final[2]["int_return_rms"]["var"])
 
-    # resume the same run directory from its step-384 checkpoint, as if it had died after writing it
-    evaluations = (straight / "evaluations.csv").read_text()
-    os.remove(straight / "summary.json")
-    os.replace(straight / "checkpoint.prev.pt", straight / "checkpoint.pt")
-    result = run_script(SCRIPT, straight, *flags)
+    alone = run_script(SCRIPT, tmp_path / "alone" / "seed{seed}", *flags, "--seed", "2")
+    assert alone.returncode == 0, alone.stderr[-3000:]
+    assert_same_drnd_state(final[2], torch.load(tmp_path / "alone" / "seed2" / "checkpoint.pt", weights_only=False))
+
+    # resume the same run directories from their step-384 checkpoints, as if the group had died after writing them
+    evaluations = {seed: (straight / f"seed{seed}" / "evaluations.csv").read_text() for seed in (1, 2)}
+    for seed in (1, 2):
+        os.remove(straight / f"seed{seed}" / "summary.json")
+        os.replace(straight / f"seed{seed}" / "checkpoint.prev.pt", straight / f"seed{seed}" / "checkpoint.pt")
+    result = run_script(SCRIPT, straight / "seed{seed}", *flags, "--num-seeds", "2")
     assert result.returncode == 0, result.stderr[-3000:]
-    assert "from global_step 384" in result.stdout
-    assert (straight / "evaluations.csv").read_text() == evaluations
-    again = torch.load(straight / "checkpoint.pt", weights_only=False)
-    for key in ("actor", "critic", "predictor", "targets"):
-        for name, tensor in final[key].items():
-            assert torch.equal(tensor, again[key][name]), f"{key}.{name}"
-    for key in ("drnd_input_rms", "int_return_rms"):
-        for name, value in final[key].items():
-            np.testing.assert_array_equal(value, again[key][name], err_msg=f"{key}.{name}")
-    np.testing.assert_array_equal(final["int_discounted_sum"], again["int_discounted_sum"])
-    for state, state_again in zip(final["predictor_optimizer"]["state"].values(),
-                                  again["predictor_optimizer"]["state"].values()):
-        assert all(torch.equal(state[k], state_again[k]) for k in state)
+    for seed in (1, 2):
+        assert f"seed{seed} from global_step 384" in result.stdout
+        assert (straight / f"seed{seed}" / "evaluations.csv").read_text() == evaluations[seed]
+        assert_same_drnd_state(final[seed], torch.load(straight / f"seed{seed}" / "checkpoint.pt", weights_only=False))
