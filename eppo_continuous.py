@@ -42,6 +42,12 @@ What differs from CleanRL's ``ppo_continuous_action.py`` and why:
   seeded with seed + 100, at step 0, every ``eval_frequency`` steps and at the last step of every task.
 - Checkpoint/resume (bit-identical on CPU), preemption handling, validated flags, non-finite-step guards and
   plasticity diagnostics at every task end.
+- ``--num-seeds K`` trains seeds seed, ..., seed + K - 1 in one process as K independent agents: every network
+  holds K stacked copies (``StackedLinear``: one batched matmul serves all seeds), each seed has its own
+  environments, normalization, random generator, optimizer slice and run directory, and everything that
+  reduces over samples (losses, advantage normalization, gradient clipping, non-finite skips) reduces per seed.
+  The math below is written for one seed: its reductions run over the last (sample) axis, so the same lines
+  serve a leading seed axis. On the CPU a seed's results do not depend on K or on its position in the batch.
 """
 
 import copy
@@ -50,7 +56,6 @@ import dataclasses
 import json
 import math
 import os
-import random
 import shutil
 import signal
 import subprocess
@@ -66,6 +71,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 import torch.optim as optim
+from torch.optim.adam import adam as adam_update
 
 import nonstationary_envs
 import plasticity_metrics
@@ -73,9 +79,14 @@ import plasticity_metrics
 EXIT_INVALID_CONFIG = 2
 EXIT_NONFINITE = 3
 EXIT_PREEMPTED = 75
-CHECKPOINT_FORMAT = 1
-# Args that may change between a run and its resumption without changing the experiment.
-RESUME_IGNORED_ARGS = ("overwrite", "cuda", "track", "wandb_project_name", "wandb_entity", "max_nonfinite_skips")
+CHECKPOINT_FORMAT = 2  # 2: every tensor of the per-seed state has a leading seed axis of length 1
+# Args that may change between a run and its resumption without changing the experiment (a seed's results do
+# not depend on the other seeds trained beside it, so the group it runs in may change too).
+RESUME_IGNORED_ARGS = ("overwrite", "cuda", "track", "wandb_project_name", "wandb_entity", "max_nonfinite_skips",
+                       "num_seeds", "run_dir")
+# From this many seeds per process up, the default (`--cuda` not given explicitly) trains on CUDA when it is
+# available: below it one CPU core is faster (docs/batched-seeds.md has the measurements).
+CUDA_MIN_SEEDS = 8
 # EPPO: the advantage-variance variants of Algorithm 1.
 GAE_VARIANTS = ("mean", "cor", "ind")
 # EPPO: softplus can underflow to exactly 0 in float32, and 1 + softplus(h) rounds to exactly 1 whenever
@@ -96,16 +107,20 @@ EXP_INPUT_MAX = 20.0
 PRIOR_MODE_WEIGHT_SCALE = 0.01
 
 
+
 @dataclass
 class Args:
     exp_name: str = os.path.basename(__file__)[: -len(".py")]
     """the name of this experiment (part of the default run directory)"""
     seed: int = 1
     """seed of the experiment (the evaluation environments use seed + 100)"""
+    num_seeds: int = 1
+    """train seeds seed, seed + 1, ..., seed + num_seeds - 1 in this process as independent agents (batched)"""
     torch_deterministic: bool = True
     """make torch deterministic (`torch.use_deterministic_algorithms`; see README for the CUDA cost)"""
     cuda: bool = True
-    """use CUDA when it is available (the default); `--no-cuda` forces the CPU"""
+    """use CUDA when it is available and --num-seeds >= CUDA_MIN_SEEDS (faster there, measured); an explicit
+    `--cuda` forces CUDA whatever the number of seeds, `--no-cuda` forces the CPU"""
     torch_threads: int = 1
     """torch intra-op threads on the CPU (1 is fastest for these network sizes and keeps results bit-identical)"""
     track: bool = False
@@ -115,7 +130,8 @@ class Args:
     wandb_entity: Optional[str] = None
     """the wandb entity (team)"""
     run_dir: Optional[str] = None
-    """output directory (default `runs/{run_name}`); re-running with an existing run directory resumes it"""
+    """output directory (default `runs/{run_name}`), `{seed}` in it is replaced by each seed (required with
+    --num-seeds > 1); re-running with an existing run directory resumes it"""
     overwrite: bool = False
     """delete the outputs of a previous run in `run_dir` whose configuration differs, instead of refusing"""
 
@@ -227,6 +243,7 @@ class Args:
     """the positivity transform of the head's nu, alpha - 1, beta outputs (the paper does not name one)"""
 
 
+
 def method_name(args: Args) -> str:
     """The method's name in result tables (sweeps and summaries use it).
 
@@ -254,20 +271,80 @@ def make_env(args: Args, seed: int) -> gym.Env:
     return env
 
 
-def layer_init(layer: nn.Linear, std: float = np.sqrt(2), bias_const: float = 0.0) -> nn.Linear:
-    torch.nn.init.orthogonal_(layer.weight, std)
-    torch.nn.init.constant_(layer.bias, bias_const)
+def aligned(x: torch.Tensor) -> torch.Tensor:
+    """x itself when its data starts on a 64-byte boundary, else an aligned copy: MKL takes another code path for
+    misaligned data (other rounding), so a seed's slice of a stacked tensor must not be computed misaligned."""
+    return x if x.data_ptr() % 64 == 0 else x.clone()
+
+
+class AlignedGradient(torch.autograd.Function):
+    """The identity, whose backward hands the layer below an aligned gradient (a slice of the stacked one)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return aligned(grad)
+
+
+class StackedLinear(nn.Module):
+    """One ``nn.Linear`` per seed: ``weight[k]`` (out x in) and ``bias[k, 0]`` are seed k's parameters, and
+    x (seeds, samples, in) -> (seeds, samples, out).
+
+    On CUDA one batched matmul serves all seeds. On the CPU each seed gets its own ``F.linear``: MKL's batched
+    matmul changes its blocking with the number of matrices, which would make a seed's results depend on the
+    seeds beside it, and batching saves no arithmetic on one core anyway.
+    """
+
+    def __init__(self, num_seeds: int, in_features: int, out_features: int):
+        super().__init__()
+        self.weight = nn.Parameter(torch.empty(num_seeds, out_features, in_features))
+        self.bias = nn.Parameter(torch.empty(num_seeds, 1, out_features))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.is_cuda:
+            return torch.baddbmm(self.bias, x, self.weight.transpose(1, 2))
+        if len(x) == 1:  # one seed: the same F.linear, without the splitting and stacking
+            return F.linear(x[0], self.weight[0], self.bias[0, 0]).unsqueeze(0)
+        outputs = [F.linear(aligned(x_k), aligned(weight_k), bias_k[0])
+                   for x_k, weight_k, bias_k in zip(x.unbind(0), self.weight.unbind(0), self.bias.unbind(0))]
+        if torch.is_grad_enabled():
+            outputs = [AlignedGradient.apply(output) for output in outputs]
+        return torch.stack(outputs)
+
+
+class StackedLayerNorm(nn.Module):
+    """One ``nn.LayerNorm`` per seed (elementwise affine parameters of shape (seeds, 1, dim))."""
+
+    def __init__(self, num_seeds: int, dim: int):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(num_seeds, 1, dim))
+        self.bias = nn.Parameter(torch.zeros(num_seeds, 1, dim))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.addcmul(self.bias, F.layer_norm(x, x.shape[-1:]), self.weight)
+
+
+def layer_init(layer: StackedLinear, generators: list, std: float = np.sqrt(2), bias_const: float = 0.0) -> StackedLinear:
+    """CleanRL's orthogonal initialization, seed k's slice drawn from seed k's generator only."""
+    with torch.no_grad():
+        for weight, generator in zip(layer.weight, generators):
+            torch.nn.init.orthogonal_(weight, std, generator=generator)
+        layer.bias.fill_(bias_const)
     return layer
 
 
-def mlp_trunk(input_dim: int, hidden_dim: int) -> nn.Sequential:
+def mlp_trunk(input_dim: int, hidden_dim: int, generators: list) -> nn.Sequential:
     """Linear -> LayerNorm -> ReLU, twice (paper, Appendix B)."""
+    num_seeds = len(generators)
     return nn.Sequential(
-        layer_init(nn.Linear(input_dim, hidden_dim)),
-        nn.LayerNorm(hidden_dim),
+        layer_init(StackedLinear(num_seeds, input_dim, hidden_dim), generators),
+        StackedLayerNorm(num_seeds, hidden_dim),
         nn.ReLU(),
-        layer_init(nn.Linear(hidden_dim, hidden_dim)),
-        nn.LayerNorm(hidden_dim),
+        layer_init(StackedLinear(num_seeds, hidden_dim, hidden_dim), generators),
+        StackedLayerNorm(num_seeds, hidden_dim),
         nn.ReLU(),
     )
 
@@ -299,24 +376,28 @@ def gamma_mode(shape: float, rate: float) -> float:
 
 
 class EvidentialCritic(nn.Module):
-    """EPPO: PPO's critic trunk with a 4-output head for the NIG parameters (omega, nu, alpha, beta) (Sec. 3.1).
+    """EPPO: PPO's critic trunk with a 4-output head for the NIG parameters (omega, nu, alpha, beta) (Sec. 3.1), for
+    every seed: (seeds, samples, obs_dim) -> four (seeds, samples) tensors.
 
     ``init_modes`` = (nu, alpha - 1, beta) starts the evidence at these values (--evidence-init prior-mode): the
     head's bias rows map to them and their weight rows are scaled by PRIOR_MODE_WEIGHT_SCALE (no extra random draws).
     """
 
-    def __init__(self, obs_dim: int, hidden_dim: int, transform: str = "softplus", init_modes: Optional[tuple] = None):
+    def __init__(self, obs_dim: int, hidden_dim: int, generators: list, transform: str = "softplus",
+                 init_modes: Optional[tuple] = None):
         super().__init__()
-        self.trunk = mlp_trunk(obs_dim, hidden_dim)
-        self.head = layer_init(nn.Linear(hidden_dim, 4), std=1.0)
+        self.trunk = mlp_trunk(obs_dim, hidden_dim, generators)
+        self.head = layer_init(StackedLinear(len(generators), hidden_dim, 4), generators, std=1.0)
         self.transform = transform
         if init_modes is not None:
             with torch.no_grad():
-                self.head.weight[1:] *= PRIOR_MODE_WEIGHT_SCALE
+                self.head.weight[:, 1:] *= PRIOR_MODE_WEIGHT_SCALE
                 for row, mode in enumerate(init_modes, start=1):
-                    self.head.bias[row] = inverse_evidence_transform(mode - EVIDENCE_FLOOR, transform)
+                    self.head.bias[..., row] = inverse_evidence_transform(mode - EVIDENCE_FLOOR, transform)
 
     def forward(self, x: torch.Tensor) -> tuple:
+        # The transforms see strided views of the head's output, which the CPU computes element by element (no
+        # vectorized body and scalar tail whose roundings differ), so a seed's evidence does not depend on K.
         raw_omega, raw_nu, raw_alpha, raw_beta = self.head(self.trunk(x)).unbind(-1)
         nu = evidence_transform(raw_nu, self.transform) + EVIDENCE_FLOOR
         # alpha > 1 keeps var[V] finite (Sec. 3.1, footnote)
@@ -339,19 +420,27 @@ class EvidentialCritic(nn.Module):
 
 
 class Actor(nn.Module):
-    """Diagonal Gaussian policy with a state-independent log standard deviation."""
+    """Diagonal Gaussian policy of every seed with a state-independent log standard deviation."""
 
-    def __init__(self, obs_dim: int, action_dim: int, hidden_dim: int):
+    def __init__(self, obs_dim: int, action_dim: int, hidden_dim: int, generators: list):
         super().__init__()
-        self.trunk = mlp_trunk(obs_dim, hidden_dim)
-        self.mean_head = layer_init(nn.Linear(hidden_dim, action_dim), std=0.01)
-        self.log_std = nn.Parameter(torch.zeros(action_dim))
+        self.trunk = mlp_trunk(obs_dim, hidden_dim, generators)
+        self.mean_head = layer_init(StackedLinear(len(generators), hidden_dim, action_dim), generators, std=0.01)
+        self.log_std = nn.Parameter(torch.zeros(len(generators), 1, action_dim))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.mean_head(self.trunk(x))
 
     features = EvidentialCritic.features
     hidden_activations = EvidentialCritic.hidden_activations
+
+
+def single_seed_network(network: nn.Module, seed_index: int) -> nn.Module:
+    """A copy of a stacked network that holds only seed ``seed_index``'s parameters (a one-seed network)."""
+    single = copy.deepcopy(network)
+    for (name, parameter), source in zip(single.named_parameters(), network.parameters()):
+        parameter.data = source.data[seed_index : seed_index + 1].clone()
+    return single
 
 
 def gaussian_log_prob(actions: torch.Tensor, mean: torch.Tensor, log_std: torch.Tensor) -> torch.Tensor:
@@ -446,18 +535,18 @@ def hyperprior_weight(xi: float, reduction: str, minibatch_size: int) -> float:
 def evidential_critic_loss(y: torch.Tensor, omega: torch.Tensor, nu: torch.Tensor, alpha: torch.Tensor,
                            beta: torch.Tensor, critic_loss: str = "nll", prior_weight: float = 0.01,
                            **hyperprior) -> tuple:
-    """EPPO: (loss, mean NLL, mean -log p(m)) of a minibatch of targets y.
+    """EPPO: (loss, mean NLL, mean -log p(m)) of a minibatch of targets y, means over the last (sample) axis: per seed.
 
     nll: L = mean NLL + prior_weight * mean(-log p(m)) (Eq. loss_nll, Sec. 3.1, Algorithm 1). mse (--critic-loss
     mse, the control): L = mean (omega - y)^2, PPO's value loss (Algorithm 1), so nu, alpha, beta get no gradient;
     the NLL and the hyperprior are still returned for logging.
     """
-    nll = nig_nll(y, omega, nu, alpha, beta).mean()
-    negative_log_prior = -nig_log_hyperprior(omega, nu, alpha, beta, **hyperprior).mean()
+    nll = nig_nll(y, omega, nu, alpha, beta).mean(-1)
+    negative_log_prior = -nig_log_hyperprior(omega, nu, alpha, beta, **hyperprior).mean(-1)
     if critic_loss == "nll":
         return nll + prior_weight * negative_log_prior, nll, negative_log_prior
     if critic_loss == "mse":
-        return (omega - y).square().mean(), nll.detach(), negative_log_prior.detach()
+        return (omega - y).square().mean(-1), nll.detach(), negative_log_prior.detach()
     raise ValueError(f"unknown critic loss {critic_loss!r}; valid choices: {', '.join(CRITIC_LOSSES)}")
 
 
@@ -466,15 +555,17 @@ def head_gradient_shares(weight_grad: torch.Tensor, bias_grad: torch.Tensor) -> 
 
     For the evidential head the rows are (omega, nu, alpha, beta): the shares say which term of the critic loss
     drives the update. Row k's gradient is sum_i g_ik (h_i, 1) for the pre-activation gradients g, so it is 0 exactly
-    when output k gets no gradient. Shares sum to 1 (all 0 for a zero gradient).
+    when output k gets no gradient. Shares sum to 1 (all 0 for a zero gradient). Gradients (..., rows, in) and
+    (..., rows): any leading seed axis gives each seed's own shares.
     """
     squared = weight_grad.square().sum(-1) + bias_grad.square()
-    return squared / squared.sum().clamp_min(torch.finfo(squared.dtype).tiny)
+    return squared / squared.sum(-1, keepdim=True).clamp_min(torch.finfo(squared.dtype).tiny)
 
 
 def probabilistic_gae(rewards, values, value_vars, next_values, next_value_vars, terminations, dones,
                       gamma: float, gae_lambda: float, variant: str) -> tuple:
-    """EPPO: mean and variance of generalized advantage estimation over a (T, N) rollout (Algorithm 1, lines 7-17).
+    """EPPO: mean and variance of generalized advantage estimation over a (T, ...) rollout (time first; any trailing
+    seed/env axes) (Algorithm 1, lines 7-17).
 
     ``next_values[t]`` / ``next_value_vars[t]`` are the critic's mean / variance at the true next state s_{t+1}
     (the final observation when the episode was truncated), ``terminations[t]`` = 1 when s_{t+1} is terminal
@@ -494,18 +585,17 @@ def probabilistic_gae(rewards, values, value_vars, next_values, next_value_vars,
     # drops it), not a critic prediction.
     next_value_var_terms = decay**2 * (1.0 - terminations) * next_value_vars
     var_continues = decay**2 * (1.0 - dones)
-    advantages, future_value_vars = [], []
+    # The outputs keep the inputs' memory layout, as gae's do (the script's: seeds, T, envs), so that each seed's
+    # advantages are contiguous for the reductions over them
+    advantages, future_value_vars = torch.zeros_like(rewards), torch.zeros_like(rewards)
     last_advantage = torch.zeros_like(rewards[0])
     last_future_var = torch.zeros_like(rewards[0])
     for t in reversed(range(rewards.shape[0])):  # one fused kernel per recursion and step (addcmul: a + b * c)
-        last_advantage = torch.addcmul(deltas[t], continues[t], last_advantage)
-        last_future_var = torch.addcmul(next_value_var_terms[t], var_continues[t], last_future_var)
-        advantages.append(last_advantage)
-        future_value_vars.append(last_future_var)
-    advantages = torch.stack(advantages[::-1])
+        last_advantage = torch.addcmul(deltas[t], continues[t], last_advantage, out=advantages[t])
+        last_future_var = torch.addcmul(next_value_var_terms[t], var_continues[t], last_future_var,
+                                        out=future_value_vars[t])
     if variant == "mean":
         return advantages, torch.zeros_like(advantages)
-    future_value_vars = torch.stack(future_value_vars[::-1])
     future_weight = ((1.0 - gae_lambda) / gae_lambda) ** 2
     current_weight = 1.0 if variant == "cor" else (1.0 - gae_lambda) / (1.0 + gae_lambda)
     # Eq. (gae_var), EPPO_cor: var[V_t] + w S_t;  Eq. (gae_var_ind), EPPO_ind: (1-lambda)/(1+lambda) var[V_t] + w S_t
@@ -523,18 +613,110 @@ def ucb_advantages_and_returns(advantages: torch.Tensor, advantage_stds: torch.T
     return ucb_advantages, (ucb_advantages if ucb_in_returns else advantages) + values
 
 
-class RunningMeanStd:
-    """Running mean/variance of a stream of arrays (parallel-variance update, as gymnasium's wrappers)."""
 
-    def __init__(self, shape=(), epsilon: float = 1e-4):
-        self.mean = np.zeros(shape, np.float64)
-        self.var = np.ones(shape, np.float64)
-        self.count = epsilon
+def normalize_advantages(advantages: torch.Tensor) -> torch.Tensor:
+    """(A - mean) / (std + 1e-8) over the samples (last axis) of each seed: Algorithm 1, line 19."""
+    return (advantages - advantages.mean(-1, keepdim=True)) / (advantages.std(-1, keepdim=True) + 1e-8)
+
+
+class SeedwiseAdam(optim.Optimizer):
+    """Adam for parameters stacked over seeds (seed axis first), with each seed's own step count, gradient
+    clipping and step skipping.
+
+    On the CPU each seed's slices go through torch's fused Adam kernel on their own: the kernel computes a
+    tensor's last (size mod vector width) entries on a scalar path with other rounding, so stepping a stacked
+    tensor at once would make a small parameter's update (a seed's 6 log-std entries) depend on the number of
+    seeds. A seed's update is thus exactly that of ``optim.Adam(fused=True)`` in a one-seed run. On CUDA one
+    kernel steps all seeds while their step counts agree. ``step(stepping)`` steps only the seeds where
+    ``stepping`` is True: a skipped seed keeps its parameters, moments and step count.
+    Gradients are kept allocated (zeroed in place by ``zero_grad``) so that the per-seed views stay valid.
+    """
+
+    def __init__(self, params, lr: float, betas: tuple = (0.9, 0.999), eps: float = 1e-8):
+        super().__init__(params, dict(lr=lr, betas=betas, eps=eps))
+        self.params = self.param_groups[0]["params"]
+        self.num_seeds = len(self.params[0])
+        for p in self.params:
+            p.grad = torch.zeros_like(p)
+            self.state[p].update(step=torch.zeros(self.num_seeds, device=p.device), exp_avg=torch.zeros_like(p),
+                                 exp_avg_sq=torch.zeros_like(p))
+        self.lockstep = True  # all seeds have taken the same number of steps
+        self._seed_views = None
+
+    def seed_views(self) -> list:
+        """Per seed: views of its parameters, gradients, first and second moments and step counts."""
+        if self._seed_views is None:
+            tensors = [self.params, [p.grad for p in self.params], [self.state[p]["exp_avg"] for p in self.params],
+                       [self.state[p]["exp_avg_sq"] for p in self.params], [self.state[p]["step"] for p in self.params]]
+            with torch.no_grad():
+                self._seed_views = [[[t[k] for t in group] for group in tensors] for k in range(self.num_seeds)]
+        return self._seed_views
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        super().load_state_dict(state_dict)
+        steps = torch.stack([self.state[p]["step"] for p in self.params])
+        self.lockstep = bool((steps == steps[:, :1]).all())
+        self._seed_views = None
+
+    def zero_grad(self, set_to_none: bool = False) -> None:
+        torch._foreach_zero_([p.grad for p in self.params])
+
+    @torch.no_grad()
+    def gradient_norms(self) -> torch.Tensor:
+        """Each seed's gradient norm over all of its parameters, as ``clip_grad_norm_`` computes it: (seeds,)."""
+        if self.params[0].is_cuda:
+            return torch.stack([p.grad.flatten(1).norm(dim=1) for p in self.params], dim=1).norm(dim=1)
+        return torch.stack([torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads)))
+                            for _, grads, *_ in self.seed_views()])
+
+    @torch.no_grad()
+    def max_abs_gradients(self) -> torch.Tensor:
+        """Each seed's largest absolute gradient entry (the paper's gradient diagnostic): (seeds,)."""
+        return torch.cat([p.grad.flatten(1) for p in self.params], dim=1).abs().amax(dim=1)
+
+    @torch.no_grad()
+    def clip_grad_norms_(self, max_norm: float) -> torch.Tensor:
+        """``clip_grad_norm_`` for each seed separately; returns the per-seed norms before clipping."""
+        norms = self.gradient_norms()
+        scale = (max_norm / (norms + 1e-6)).clamp(max=1.0)
+        for p in self.params:
+            p.grad.mul_(scale.view(-1, *[1] * (p.ndim - 1)))
+        return norms
+
+    @torch.no_grad()
+    def step(self, stepping: Optional[np.ndarray] = None) -> None:
+        group = self.param_groups[0]
+        hyperparameters = dict(amsgrad=False, beta1=group["betas"][0], beta2=group["betas"][1], lr=group["lr"],
+                               weight_decay=0.0, eps=group["eps"], maximize=False)
+        if self.params[0].is_cuda and self.lockstep and stepping is None:
+            states = [self.state[p] for p in self.params]
+            adam_update(self.params, [p.grad for p in self.params], [s["exp_avg"] for s in states],
+                        [s["exp_avg_sq"] for s in states], [], [s["step"][0] for s in states], fused=True,
+                        **hyperparameters)
+            torch._foreach_add_([s["step"][1:] for s in states], 1.0)  # the kernel counted seed 0's step only
+            return
+        self.lockstep &= stepping is None or bool(stepping.all())
+        for k in range(self.num_seeds) if stepping is None else np.flatnonzero(stepping):
+            params, grads, exp_avgs, exp_avg_sqs, steps = self.seed_views()[k]
+            adam_update(params, grads, exp_avgs, exp_avg_sqs, [], steps, fused=True, **hyperparameters)
+
+
+class RunningMeanStd:
+    """Running mean/variance of a stream of arrays, one set of statistics per seed (parallel-variance update,
+    as gymnasium's wrappers). Batches have shape (seeds, samples, *shape); statistics (seeds, 1, *shape)."""
+
+    def __init__(self, num_seeds: int, shape=(), epsilon: float = 1e-4):
+        self.mean = np.zeros((num_seeds, 1, *shape), np.float64)
+        self.var = np.ones((num_seeds, 1, *shape), np.float64)
+        self.count = epsilon  # the same for every seed: all seeds see one sample per env and step
 
     def update(self, batch: np.ndarray) -> None:
-        batch_count = batch.shape[0]
+        batch_count = batch.shape[1]
         # np.var costs ~20 us per call; with one env per step the batch variance is simply 0
-        batch_mean, batch_var = (batch[0], 0.0) if batch_count == 1 else (batch.mean(axis=0), batch.var(axis=0))
+        if batch_count == 1:
+            batch_mean, batch_var = batch, 0.0
+        else:
+            batch_mean, batch_var = batch.mean(axis=1, keepdims=True), batch.var(axis=1, keepdims=True)
         delta = batch_mean - self.mean
         total = self.count + batch_count
         self.mean = self.mean + delta * batch_count / total
@@ -553,6 +735,34 @@ class RunningMeanStd:
         self.mean, self.var, self.count = state["mean"].copy(), state["var"].copy(), state["count"]
 
 
+def seed_slice(state, seed_index: int):
+    """Seed ``seed_index``'s part of a stacked state: every tensor or array with a seed axis first keeps that
+    axis, with length 1; other leaves (counts, step numbers, hyperparameters) are shared by all seeds."""
+    if isinstance(state, dict):
+        return {key: seed_slice(value, seed_index) for key, value in state.items()}
+    if isinstance(state, list):
+        return [seed_slice(value, seed_index) for value in state]
+    if isinstance(state, torch.Tensor) and state.ndim > 0:
+        return state[seed_index : seed_index + 1].clone()
+    if isinstance(state, np.ndarray) and state.ndim > 0:
+        return state[seed_index : seed_index + 1].copy()
+    return state
+
+
+def stack_seeds(states: list):
+    """The inverse of ``seed_slice``: one stacked state from the per-seed states, in the given order."""
+    first = states[0]
+    if isinstance(first, dict):
+        return {key: stack_seeds([state[key] for state in states]) for key in first}
+    if isinstance(first, list):
+        return [stack_seeds([state[i] for state in states]) for i in range(len(first))]
+    if isinstance(first, torch.Tensor) and first.ndim > 0:
+        return torch.cat(states)
+    if isinstance(first, np.ndarray) and first.ndim > 0:
+        return np.concatenate(states)
+    return first
+
+
 def evaluation_steps(steps_per_task: int, num_tasks: int, eval_frequency: int) -> list:
     """Global steps at which the paper evaluates: 0, every eval_frequency steps, and the last step of every task."""
     total = steps_per_task * num_tasks
@@ -565,48 +775,50 @@ def evaluated_task(global_step: int, steps_per_task: int) -> int:
     return max(global_step - 1, 0) // steps_per_task
 
 
-def evaluate_policy(actor: Actor, eval_envs: list, task: int, obs_rms: RunningMeanStd, args: Args, device,
-                    max_states: int = 0):
+def evaluate_policy(actor: Actor, eval_envs: list, task: int, obs_rms: RunningMeanStd, args: Args, seeds: list,
+                    device, max_states: int = 0):
     """Run one episode per evaluation env with the deterministic (mean) action, on ``task``, with the observation
-    statistics frozen; env i is reset with seed + 100 + i (paper, Appendix B), so an evaluation is a function of
-    the policy and the statistics only. Returns the undiscounted returns, episode lengths and up to
-    ``max_states`` normalized states spread evenly over the episodes (for the plasticity metrics)."""
+    statistics frozen. ``eval_envs[k][i]`` is seed ``seeds[k]``'s env i, reset with seeds[k] + 100 + i (paper,
+    Appendix B), so an evaluation is a function of the policy and the statistics only; all seeds' episodes share
+    one forward pass per step. Returns the undiscounted returns and episode lengths, (seeds, episodes), and per
+    seed up to ``max_states`` normalized states spread evenly over its episodes (for the plasticity metrics)."""
     frozen_rms = copy.deepcopy(obs_rms)
-    for env in eval_envs:
-        env.get_wrapper_attr("set_task")(task)
-    obs = np.stack([env.unwrapped.reset(seed=args.seed + 100 + i)[0] for i, env in enumerate(eval_envs)])
-    low, high = eval_envs[0].action_space.low, eval_envs[0].action_space.high
-    returns, lengths = np.zeros(len(eval_envs)), np.zeros(len(eval_envs), dtype=np.int64)
-    running = np.ones(len(eval_envs), dtype=bool)
-    visited = []
-    stride = max(1, math.ceil(len(eval_envs) * args.max_episode_steps / max(max_states, 1)))
+    num_seeds, num_episodes = len(eval_envs), len(eval_envs[0])
+    for seed_envs in eval_envs:
+        for env in seed_envs:
+            env.get_wrapper_attr("set_task")(task)
+    obs = np.stack([[env.unwrapped.reset(seed=seed + 100 + i)[0] for i, env in enumerate(seed_envs)]
+                    for seed, seed_envs in zip(seeds, eval_envs)])
+    low, high = eval_envs[0][0].action_space.low, eval_envs[0][0].action_space.high
+    returns, lengths = np.zeros((num_seeds, num_episodes)), np.zeros((num_seeds, num_episodes), dtype=np.int64)
+    running = np.ones((num_seeds, num_episodes), dtype=bool)
+    visited = [[] for _ in range(num_seeds)]
+    stride = max(1, math.ceil(num_episodes * args.max_episode_steps / max(max_states, 1)))
     with torch.inference_mode():
         for t in range(args.max_episode_steps):
             if not running.any():
                 break
             obs_norm = frozen_rms.normalize(obs, args.normalization_clip)
             if max_states and t % stride == 0:
-                visited.append(obs_norm[running])
+                for k in range(num_seeds):
+                    visited[k].append(obs_norm[k][running[k]])
             actions = np.clip(actor(torch.from_numpy(obs_norm).to(device)).cpu().numpy(), low, high)
-            for i in np.flatnonzero(running):
-                obs[i], reward, terminated, _, _ = eval_envs[i].unwrapped.step(actions[i])
-                returns[i] += reward
-                lengths[i] += 1
-                running[i] = not terminated and lengths[i] < args.max_episode_steps
-    states = np.concatenate(visited)[:max_states] if visited else np.zeros((0, obs.shape[1]), np.float32)
+            for k, i in zip(*np.nonzero(running)):
+                obs[k, i], reward, terminated, _, _ = eval_envs[k][i].unwrapped.step(actions[k, i])
+                returns[k, i] += reward
+                lengths[k, i] += 1
+                running[k, i] = not terminated and lengths[k, i] < args.max_episode_steps
+    states = [np.concatenate(v)[:max_states] if v else np.zeros((0, obs.shape[-1]), np.float32) for v in visited]
     return returns, lengths, states
 
 
 def validate_args(args: Args) -> None:
     """Reject a bad configuration up front, with a message that names the flag and the valid range."""
-    try:
-        nonstationary_envs.validate_setting(args.env_id, args.experiment, args.strategy, args.friction_mode)
-    except ValueError as error:
-        raise ValueError(f"--env-id/--experiment/--strategy/--friction-mode: {error}") from None
+    nonstationary_envs.validate_setting(args.env_id, args.experiment, args.strategy, args.friction_mode)
     schedule_length = len(nonstationary_envs.task_schedule(args.env_id, args.experiment, args.strategy))
     positive = ["steps_per_task", "num_steps", "num_envs", "minibatch_size", "update_epochs", "eval_frequency",
                 "eval_episodes", "max_episode_steps", "max_nonfinite_skips", "save_states_every", "hidden_dim",
-                "plasticity_states", "torch_threads"]
+                "plasticity_states", "torch_threads", "num_seeds"]
     for name in positive:
         if getattr(args, name) < 1:
             raise ValueError(f"--{name.replace('_', '-')} must be a positive integer, got {getattr(args, name)}")
@@ -629,6 +841,15 @@ def validate_args(args: Args) -> None:
         raise ValueError("--clip-coef, --max-grad-norm and --normalization-clip must be > 0")
     if args.ent_coef < 0:
         raise ValueError(f"--ent-coef must be >= 0, got {args.ent_coef}")
+    if args.num_seeds > 1:
+        if args.run_dir is not None and "{seed}" not in args.run_dir:
+            raise ValueError(f"--run-dir must contain {{seed}} with --num-seeds {args.num_seeds} (each seed writes its "
+                             f"own run directory), e.g. --run-dir runs/my_run/seed{{seed}}")
+        if args.track:
+            raise ValueError("--track logs one run per process: use --num-seeds 1, or `wandb sync` the seeds' run "
+                             "directories afterwards")
+        if args.target_kl is not None:
+            raise ValueError("--target-kl stops the update epochs of the whole process: use --num-seeds 1 with it")
     # EPPO: the evidential critic's and the UCB's settings
     if not (math.isfinite(args.kappa) and args.kappa >= 0):
         raise ValueError(f"--kappa must be a finite number >= 0 (the UCB radius of Eq. ucb), got {args.kappa}")
@@ -662,6 +883,7 @@ def validate_args(args: Args) -> None:
                          "critic's likelihood; use --no-clip-vloss (the default, as in the paper)")
 
 
+
 def atomic_write_bytes(path: str, write_fn) -> None:
     """Write a file through a temporary file, fsync and rename, so a crash never leaves it half-written."""
     tmp_path = f"{path}.tmp"
@@ -681,8 +903,9 @@ def save_checkpoint(run_dir: str, state: dict) -> None:
     os.replace(f"{path}.new", path)
 
 
-def load_checkpoint(run_dir: str) -> Optional[dict]:
-    """The newest readable checkpoint (checkpoint.pt, else checkpoint.prev.pt), or None when there is none."""
+def load_checkpoints(run_dir: str) -> list:
+    """The readable checkpoints of a run directory, newest first (checkpoint.pt, then checkpoint.prev.pt)."""
+    states = []
     for name in ("checkpoint.pt", "checkpoint.prev.pt"):
         path = os.path.join(run_dir, name)
         if not os.path.exists(path):
@@ -690,11 +913,26 @@ def load_checkpoint(run_dir: str) -> Optional[dict]:
         try:
             state = torch.load(path, map_location="cpu", weights_only=False)
             if state.get("format") == CHECKPOINT_FORMAT:
-                return state
-            warnings.warn(f"{path} has an unknown format; ignoring it")
+                states.append(state)
+            else:
+                warnings.warn(f"{path} has an unknown format; ignoring it")
         except Exception as error:  # a truncated or corrupt file: fall back to the previous checkpoint
             warnings.warn(f"{path} is unreadable ({type(error).__name__}: {error}); trying the previous checkpoint")
-    return None
+    return states
+
+
+def load_checkpoint(run_dir: str) -> Optional[dict]:
+    """The newest readable checkpoint (checkpoint.pt, else checkpoint.prev.pt), or None when there is none."""
+    return next(iter(load_checkpoints(run_dir)), None)
+
+
+def group_checkpoints(run_dirs: list) -> Optional[list]:
+    """One checkpoint per seed, all at the same step: the newest step every seed's directory holds a readable
+    checkpoint of (the seeds write theirs one after another, so a crash in between leaves them a step apart).
+    None when the seeds share no step (a fresh start)."""
+    by_step = [{state["global_step"]: state for state in load_checkpoints(run_dir)} for run_dir in run_dirs]
+    common = set.intersection(*(set(steps) for steps in by_step))
+    return [states[max(common)] for states in by_step] if common else None
 
 
 def truncate_csv(path: str, last_step: int) -> None:
@@ -705,6 +943,15 @@ def truncate_csv(path: str, last_step: int) -> None:
         rows = list(csv.reader(f))
     kept = [rows[0]] + [row for row in rows[1:] if row and int(row[0]) <= last_step]
     atomic_write_bytes(path, lambda f: f.write("".join(",".join(row) + "\n" for row in kept).encode()))
+
+
+def last_logged_return(path: str) -> float:
+    """return_mean of the last row of an evaluations.csv (NaN when it has none)."""
+    if not os.path.exists(path):
+        return float("nan")
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    return float(rows[-1]["return_mean"]) if rows else float("nan")
 
 
 class CsvLog:
@@ -771,26 +1018,84 @@ def prepare_run_dir(args: Args, run_dir: str, config_args: dict) -> None:
             os.remove(os.path.join(run_dir, name))
 
 
-if __name__ == "__main__":
+def foreign_flag_error(argv: list) -> Optional[str]:
+    """A short error for a flag this script does not have, naming the sibling script that has it (tyro would
+    only say "Unrecognized options"); None when every flag is this script's."""
+    known = {"help", "h"}
+    for field in dataclasses.fields(Args):
+        name = field.name.replace("_", "-")
+        known |= {name, f"no-{name}"}
+    here = os.path.dirname(os.path.abspath(__file__))
+    for token in argv:
+        if not token.startswith("--") or token[2:].split("=")[0] in known:
+            continue
+        flag = token.split("=")[0]
+        field = flag[2:].removeprefix("no-").replace("-", "_")
+        owners = []
+        for script in sorted(os.listdir(here)):
+            if script.endswith("_continuous.py") and script != os.path.basename(__file__):
+                with open(os.path.join(here, script)) as f:
+                    if f"\n    {field}: " in f.read():
+                        owners.append(script)
+        where = f"it belongs to {' and '.join(owners)}" if owners else "no script of this repository has it"
+        return f"{flag} is not a flag of {os.path.basename(__file__)}; {where} (`--help` lists this script's flags)"
+    return None
+
+
+def parse_args(argv: list) -> Args:
+    """The command line as Args: tyro's parser, a short error for another script's flag, and a quiet exit when
+    stdout closes early (`--help | head`), as command-line tools do."""
     import tyro
+
+    error = foreign_flag_error(argv)
+    if error:
+        print(f"error: {error}", file=sys.stderr)
+        sys.exit(EXIT_INVALID_CONFIG)
+    try:
+        try:
+            return tyro.cli(Args, args=argv)
+        finally:
+            sys.stdout.flush()
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing more may reach the closed pipe
+        sys.exit(0)
+
+
+if __name__ == "__main__":
     from torch.utils.tensorboard import SummaryWriter
     from tqdm import tqdm
 
-    args = tyro.cli(Args)
-    # EPPO: the variant and kappa are part of the run name
-    run_name = (f"{args.env_id}__{args.experiment}__{args.strategy}__{args.exp_name}_{args.variant}_kappa{args.kappa}"
-                f"__{args.seed}")
-    run_dir = args.run_dir or os.path.join("runs", run_name)
-    config_args = dataclasses.asdict(args)
+    argv = sys.argv[1:]
+    args = parse_args(argv)
     try:
         validate_args(args)
-        prepare_run_dir(args, run_dir, config_args)
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         sys.exit(EXIT_INVALID_CONFIG)
-    if os.path.exists(os.path.join(run_dir, "summary.json")):
-        print(f"{run_dir} already holds a finished run (summary.json); nothing to do.")
+
+    # Seeds seed, ..., seed + num_seeds - 1; each writes exactly what a run with --num-seeds 1 and its seed writes
+    all_seeds = [args.seed + k for k in range(args.num_seeds)]
+    # EPPO: the variant and kappa are part of the run name
+    run_names = {seed: (f"{args.env_id}__{args.experiment}__{args.strategy}__{args.exp_name}_{args.variant}"
+                        f"_kappa{args.kappa}__{seed}") for seed in all_seeds}
+    run_dirs = {seed: (args.run_dir or os.path.join("runs", "{run_name}")).format(seed=seed, run_name=run_names[seed])
+                for seed in all_seeds}
+    config_args = {seed: {**dataclasses.asdict(args), "seed": seed} for seed in all_seeds}
+    try:
+        for seed in all_seeds:
+            prepare_run_dir(args, run_dirs[seed], config_args[seed])
+    except ValueError as error:
+        print(f"error: {error}", file=sys.stderr)
+        sys.exit(EXIT_INVALID_CONFIG)
+    seeds = []
+    for seed in all_seeds:
+        if os.path.exists(os.path.join(run_dirs[seed], "summary.json")):
+            print(f"{run_dirs[seed]} already holds a finished run (summary.json); nothing to do.")
+        else:
+            seeds.append(seed)
+    if not seeds:
         sys.exit(0)
+    num_seeds = len(seeds)
 
     schedule = nonstationary_envs.task_schedule(args.env_id, args.experiment, args.strategy)
     num_tasks = args.num_tasks or len(schedule)
@@ -798,112 +1103,139 @@ if __name__ == "__main__":
     batch_size = args.num_steps * args.num_envs
     num_iterations = math.ceil(total_steps / batch_size)
 
-    random.seed(args.seed)
-    np.random.seed(args.seed)
-    torch.manual_seed(args.seed)
     torch.set_num_threads(args.torch_threads)
     if args.torch_deterministic:
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
         torch.use_deterministic_algorithms(True)
         torch.backends.cudnn.deterministic = True
-    device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
+    # One CUDA process serves many seeds well and one seed badly (docs/batched-seeds.md): by default CUDA is used
+    # from CUDA_MIN_SEEDS seeds up; an explicit --cuda forces it, --no-cuda forbids it.
+    cuda_forced = "--cuda" in argv
+    use_cuda = args.cuda and torch.cuda.is_available() and (cuda_forced or num_seeds >= CUDA_MIN_SEEDS)
+    device = torch.device("cuda" if use_cuda else "cpu")
+    # One generator per seed for the initial weights, the action noise and the minibatch permutations, so a
+    # seed's random draws do not depend on the seeds beside it
+    generators = [torch.Generator().manual_seed(seed) for seed in seeds]
 
     # Environments: training envs seeded seed + i, evaluation envs seed + 100 + i (paper, Appendix B)
-    envs = [make_env(args, args.seed + i) for i in range(args.num_envs)]
-    eval_envs = [make_env(args, args.seed + 100 + i) for i in range(args.eval_episodes)]
-    obs_dim = envs[0].observation_space.shape[0]
-    action_dim = envs[0].action_space.shape[0]
-    action_low, action_high = envs[0].action_space.low, envs[0].action_space.high
+    envs = [[make_env(args, seed + i) for i in range(args.num_envs)] for seed in seeds]
+    eval_envs = [[make_env(args, seed + 100 + i) for i in range(args.eval_episodes)] for seed in seeds]
+    obs_dim = envs[0][0].observation_space.shape[0]
+    action_dim = envs[0][0].action_space.shape[0]
+    action_low, action_high = envs[0][0].action_space.low, envs[0][0].action_space.high
 
-    actor = Actor(obs_dim, action_dim, args.hidden_dim).to(device)
+    actor = Actor(obs_dim, action_dim, args.hidden_dim, generators).to(device)
     # EPPO: the evidential critic, optionally started at the hyperpriors' modes (--evidence-init prior-mode)
     init_modes = None
     if args.evidence_init == "prior-mode":
         init_modes = tuple(gamma_mode(getattr(args, f"{name}_prior_shape"), getattr(args, f"{name}_prior_rate"))
                            for name in ("nu", "alpha", "beta"))
-    critic = EvidentialCritic(obs_dim, args.hidden_dim, args.evidence_transform, init_modes).to(device)
-    # fused Adam: one kernel over all parameters, ~8% faster per minibatch on the CPU than the default loop
-    actor_optimizer = optim.Adam(actor.parameters(), lr=args.learning_rate, eps=1e-5, fused=True)
-    critic_optimizer = optim.Adam(critic.parameters(), lr=args.learning_rate, eps=1e-5, fused=True)
+    critic = EvidentialCritic(obs_dim, args.hidden_dim, generators, args.evidence_transform, init_modes).to(device)
+    # fused Adam per seed: one kernel over all of a seed's parameters, ~8% faster per minibatch on the CPU than
+    # the default loop
+    actor_optimizer = SeedwiseAdam(actor.parameters(), lr=args.learning_rate, eps=1e-5)
+    critic_optimizer = SeedwiseAdam(critic.parameters(), lr=args.learning_rate, eps=1e-5)
     # EPPO: the hyperprior p(m) of the critic loss (paper Appendix B: N(0, 100^2), Gam(5, 1) for nu, alpha - 1, beta)
     hyperprior = dict(omega_loc=args.omega_prior_loc, omega_scale=args.omega_prior_scale, nu_shape=args.nu_prior_shape,
                       nu_rate=args.nu_prior_rate, alpha_shape=args.alpha_prior_shape, alpha_rate=args.alpha_prior_rate,
                       beta_shape=args.beta_prior_shape, beta_rate=args.beta_prior_rate)
     prior_weight = hyperprior_weight(args.xi, args.hyperprior_reduction, args.minibatch_size)  # EPPO
-    obs_rms = RunningMeanStd((obs_dim,))
-    return_rms = RunningMeanStd(())
+    obs_rms = RunningMeanStd(num_seeds, (obs_dim,))
+    return_rms = RunningMeanStd(num_seeds, ())
 
-    # Per-environment episode state (kept here, not in wrappers, so that it can be checkpointed)
-    discounted_return = np.zeros(args.num_envs)
-    episode_return = np.zeros(args.num_envs)
-    episode_length = np.zeros(args.num_envs, dtype=np.int64)
+    # Per-environment episode state, (seeds, envs) (kept here, not in wrappers, so that it can be checkpointed)
+    discounted_return = np.zeros((num_seeds, args.num_envs))
+    episode_return = np.zeros((num_seeds, args.num_envs))
+    episode_length = np.zeros((num_seeds, args.num_envs), dtype=np.int64)
     global_step, iteration, task_index = 0, 0, 0
-    nonfinite_skips_total, consecutive_nonfinite = 0, 0
+    nonfinite_skips_total, consecutive_nonfinite = np.zeros(num_seeds, np.int64), np.zeros(num_seeds, np.int64)
     timers = {"wall": 0.0, "eval": 0.0, "plasticity": 0.0}  # seconds, accumulated over resumed sessions
-    saved_states, saved_state_steps = [], []
+    saved_states = [[] for _ in seeds]
+    saved_state_steps = [[] for _ in seeds]
 
-    checkpoint = load_checkpoint(run_dir)
-    if checkpoint is None:
-        for name in os.listdir(run_dir):  # leftovers of an earlier attempt that never wrote a checkpoint
-            if name in ("evaluations.csv", "plasticity.csv", "states.npz") or name.startswith("events.out.tfevents"):
-                os.remove(os.path.join(run_dir, name))
-        raw_obs = np.stack([env.unwrapped.reset(seed=args.seed + i)[0] for i, env in enumerate(envs)])
+    checkpoints = group_checkpoints([run_dirs[seed] for seed in seeds])
+    if checkpoints is None:
+        for seed in seeds:  # leftovers of an earlier attempt that never wrote a checkpoint
+            for name in os.listdir(run_dirs[seed]):
+                if name in ("evaluations.csv", "plasticity.csv", "states.npz") or name.startswith("events.out.tfevents"):
+                    os.remove(os.path.join(run_dirs[seed], name))
+        raw_obs = np.stack([[env.unwrapped.reset(seed=seed + i)[0] for i, env in enumerate(seed_envs)]
+                            for seed, seed_envs in zip(seeds, envs)])
         obs_rms.update(raw_obs)
     else:
+        checkpoint = stack_seeds([{key: value for key, value in state.items() if key not in ("args", "rng", "env_states")}
+                                  for state in checkpoints])
         actor.load_state_dict(checkpoint["actor"])
         critic.load_state_dict(checkpoint["critic"])
         actor_optimizer.load_state_dict(checkpoint["actor_optimizer"])
         critic_optimizer.load_state_dict(checkpoint["critic_optimizer"])
         obs_rms.load_state_dict(checkpoint["obs_rms"])
         return_rms.load_state_dict(checkpoint["return_rms"])
-        for env, env_state in zip(envs, checkpoint["env_states"]):
-            nonstationary_envs.set_env_state(env, env_state)
+        for seed_envs, state in zip(envs, checkpoints):
+            for env, env_state in zip(seed_envs, state["env_states"]):
+                nonstationary_envs.set_env_state(env, env_state)
+        for generator, state in zip(generators, checkpoints):
+            generator.set_state(state["rng"]["torch"])
         raw_obs = checkpoint["raw_obs"]
-        discounted_return, episode_return, episode_length = (checkpoint[k].copy() for k in
-                                                             ("discounted_return", "episode_return", "episode_length"))
+        discounted_return, episode_return, episode_length, nonfinite_skips_total = (
+            checkpoint[k].copy() for k in ("discounted_return", "episode_return", "episode_length", "nonfinite_skips_total"))
         global_step, iteration, task_index = checkpoint["global_step"], checkpoint["iteration"], checkpoint["task_index"]
-        nonfinite_skips_total = checkpoint["nonfinite_skips_total"]
         timers = checkpoint["timers"]
-        random.setstate(checkpoint["rng"]["python"])
-        np.random.set_state(checkpoint["rng"]["numpy"])
-        torch.set_rng_state(checkpoint["rng"]["torch"])
-        if device.type == "cuda" and checkpoint["rng"]["cuda"] is not None:
-            torch.cuda.set_rng_state_all(checkpoint["rng"]["cuda"])
-        for name in ("evaluations.csv", "plasticity.csv"):
-            truncate_csv(os.path.join(run_dir, name), global_step)
-        states_path = os.path.join(run_dir, "states.npz")
-        if args.save_states and os.path.exists(states_path):
-            with np.load(states_path) as saved:
-                keep = saved["global_steps"] <= global_step
-                saved_states, saved_state_steps = [saved["observations"][keep]], [saved["global_steps"][keep]]
-        print(f"resuming {run_dir} from global_step {global_step} (task {task_index})")
-    for env in envs:
-        env.get_wrapper_attr("set_task")(task_index)
+        for k, seed in enumerate(seeds):
+            for name in ("evaluations.csv", "plasticity.csv"):
+                truncate_csv(os.path.join(run_dirs[seed], name), global_step)
+            states_path = os.path.join(run_dirs[seed], "states.npz")
+            if args.save_states and os.path.exists(states_path):
+                with np.load(states_path) as saved:
+                    keep = saved["global_steps"] <= global_step
+                    saved_states[k], saved_state_steps[k] = [saved["observations"][keep]], [saved["global_steps"][keep]]
+    for seed_envs in envs:
+        for env in seed_envs:
+            env.get_wrapper_attr("set_task")(task_index)
 
-    with open(os.path.join(run_dir, "config.json"), "w") as f:
-        json.dump({"args": config_args, "script": os.path.basename(__file__), "method": method_name(args),
-                   "run_name": run_name, "num_tasks": num_tasks, "total_steps": total_steps,
-                   "schedule": [str(p) for p in schedule[:num_tasks]], **run_metadata()}, f, indent=2)
-    if args.track:
+    for seed in seeds:
+        with open(os.path.join(run_dirs[seed], "config.json"), "w") as f:
+            json.dump({"args": config_args[seed], "script": os.path.basename(__file__), "method": method_name(args),
+                       "run_name": run_names[seed], "num_tasks": num_tasks, "total_steps": total_steps,
+                       "schedule": [str(p) for p in schedule[:num_tasks]], **run_metadata()}, f, indent=2)
+    if args.track:  # one seed (validate_args)
         import wandb
 
-        wandb_id_path = os.path.join(run_dir, "wandb_id.txt")
+        wandb_id_path = os.path.join(run_dirs[seeds[0]], "wandb_id.txt")
         if not os.path.exists(wandb_id_path):
             with open(wandb_id_path, "w") as f:
                 f.write(wandb.util.generate_id())
         with open(wandb_id_path) as f:
             wandb_id = f.read().strip()
         wandb.init(project=args.wandb_project_name, entity=args.wandb_entity, sync_tensorboard=True,
-                   config=config_args, name=run_name, id=wandb_id, resume="allow", dir=run_dir,
-                   group=f"{args.experiment}/{args.env_id}/{args.strategy}", job_type=method_name(args))
+                   config=config_args[seeds[0]], name=run_names[seeds[0]], id=wandb_id, resume="allow",
+                   dir=run_dirs[seeds[0]], group=f"{args.experiment}/{args.env_id}/{args.strategy}",
+                   job_type=method_name(args))
     # purge_step drops TensorBoard points logged after the checkpoint, so a resumed run has no duplicates
-    writer = SummaryWriter(run_dir, purge_step=global_step if checkpoint else None)
-    if checkpoint is None:
-        writer.add_text("hyperparameters", "|param|value|\n|-|-|\n" + "\n".join(f"|{k}|{v}|" for k, v in config_args.items()))
-    evaluations_log = CsvLog(os.path.join(run_dir, "evaluations.csv"),
-                             ["global_step", "task", "episodes", "return_mean", "return_std", "return_min", "return_max"])
-    plasticity_log = CsvLog(os.path.join(run_dir, "plasticity.csv"),
-                            ["global_step", "task", "network", "effective_rank", "stable_rank", "dormant_percent"])
+    writers = [SummaryWriter(run_dirs[seed], purge_step=global_step if checkpoints else None) for seed in seeds]
+    if checkpoints is None:
+        for seed, writer in zip(seeds, writers):
+            writer.add_text("hyperparameters",
+                            "|param|value|\n|-|-|\n" + "\n".join(f"|{k}|{v}|" for k, v in config_args[seed].items()))
+    evaluation_header = ["global_step", "task", "episodes", "return_mean", "return_std", "return_min", "return_max"]
+    evaluations_logs = [CsvLog(os.path.join(run_dirs[seed], "evaluations.csv"), evaluation_header) for seed in seeds]
+    plasticity_logs = [CsvLog(os.path.join(run_dirs[seed], "plasticity.csv"),
+                              ["global_step", "task", "network", "effective_rank", "stable_rank", "dormant_percent"])
+                       for seed in seeds]
+    # the last evaluation of each seed, shown on the progress bar (after a resume: the last row already logged)
+    last_eval_return = np.full(num_seeds, np.nan)
+    for k, seed in enumerate(seeds):
+        last_eval_return[k] = last_logged_return(os.path.join(run_dirs[seed], "evaluations.csv"))
+
+    print(f"{method_name(args)} on {args.env_id} {args.experiment}/{args.strategy}: {num_tasks} tasks x "
+          f"{args.steps_per_task} steps, seed{'s' if num_seeds > 1 else ''} {', '.join(map(str, seeds))} on {device}"
+          f"{'' if device.type == 'cuda' or not torch.cuda.is_available() else ' (CUDA from --num-seeds ' + str(CUDA_MIN_SEEDS) + ' or with --cuda)'}")
+    print(f"  task schedule ({args.experiment} parameters per task): {'; '.join(str(p) for p in schedule[:num_tasks])}")
+    for seed in seeds:
+        print(f"  writes {run_dirs[seed]}")
+    if checkpoints:
+        for seed in seeds:
+            print(f"resuming {run_dirs[seed]} from global_step {global_step} (task {task_index})")
 
     # SIGTERM (SLURM preemption) and SIGINT (Ctrl-C) stop the run at the next update boundary with a checkpoint
     stop_signal = []
@@ -915,67 +1247,79 @@ if __name__ == "__main__":
         eval_start = time.perf_counter()
         task = evaluated_task(step, args.steps_per_task)
         measure_plasticity = step == 0 or step % args.steps_per_task == 0
-        returns, lengths, visited = evaluate_policy(actor, eval_envs, task, obs_rms, args, device,
+        returns, lengths, visited = evaluate_policy(actor, eval_envs, task, obs_rms, args, seeds, device,
                                                     args.plasticity_states if measure_plasticity else 0)
-        evaluations_log.write([step, task, len(returns), returns.mean(), returns.std(), returns.min(), returns.max()])
-        writer.add_scalar("eval/episodic_return", returns.mean(), step)
-        writer.add_scalar("eval/episodic_length", lengths.mean(), step)
+        for k in range(num_seeds):
+            evaluations_logs[k].write([step, task, returns.shape[1], returns[k].mean(), returns[k].std(),
+                                       returns[k].min(), returns[k].max()])
+            writers[k].add_scalar("eval/episodic_return", returns[k].mean(), step)
+            writers[k].add_scalar("eval/episodic_length", lengths[k].mean(), step)
         timers["eval"] += time.perf_counter() - eval_start
-        last_eval["return"] = returns.mean()
-        message = f"eval step={step} task={task} return={returns.mean():.1f} +- {returns.std():.1f}"
+        last_eval_return[:] = returns.mean(axis=1)
+        if num_seeds == 1:
+            message = f"eval step={step} task={task} return={returns.mean():.1f} +- {returns.std():.1f}"
+        else:
+            message = (f"eval step={step} task={task} return per seed: "
+                       + ", ".join(f"{seed}: {value:.0f}" for seed, value in zip(seeds, last_eval_return)))
         (progress.write if progress else print)(message)
         if measure_plasticity:
             plasticity_start = time.perf_counter()
-            states = torch.from_numpy(visited).to(device)
             with torch.inference_mode():
                 for network_name, network in (("critic", critic), ("actor", actor)):
-                    activations = network.hidden_activations(states)
-                    metrics = {"effective_rank": plasticity_metrics.effective_rank(activations[-1]),
-                               "stable_rank": plasticity_metrics.stable_rank(activations[-1]),
-                               "dormant_percent": plasticity_metrics.dormant_unit_percentage(activations)}
-                    for key, value in metrics.items():
-                        writer.add_scalar(f"plasticity/{network_name}_{key}", value, step)
-                    plasticity_log.write([step, task, network_name, *metrics.values()])
+                    for k in range(num_seeds):  # per seed: its own states through its own network
+                        activations = single_seed_network(network, k).hidden_activations(
+                            torch.from_numpy(visited[k]).to(device)[None])
+                        activations = [layer[0] for layer in activations]
+                        metrics = {"effective_rank": plasticity_metrics.effective_rank(activations[-1]),
+                                   "stable_rank": plasticity_metrics.stable_rank(activations[-1]),
+                                   "dormant_percent": plasticity_metrics.dormant_unit_percentage(activations)}
+                        for key, value in metrics.items():
+                            writers[k].add_scalar(f"plasticity/{network_name}_{key}", value, step)
+                        plasticity_logs[k].write([step, task, network_name, *metrics.values()])
             timers["plasticity"] += time.perf_counter() - plasticity_start
 
     def write_checkpoint() -> None:
-        state = {
-            "format": CHECKPOINT_FORMAT, "args": config_args, "global_step": global_step, "iteration": iteration,
-            "task_index": task_index, "actor": actor.state_dict(), "critic": critic.state_dict(),
+        """Each seed's own checkpoint.pt in its run directory, in the format of a one-seed run."""
+        stacked = {
+            "actor": actor.state_dict(), "critic": critic.state_dict(),
             "actor_optimizer": actor_optimizer.state_dict(), "critic_optimizer": critic_optimizer.state_dict(),
-            "obs_rms": obs_rms.state_dict(), "return_rms": return_rms.state_dict(),
-            "env_states": [nonstationary_envs.get_env_state(env) for env in envs], "raw_obs": raw_obs.copy(),
+            "obs_rms": obs_rms.state_dict(), "return_rms": return_rms.state_dict(), "raw_obs": raw_obs,
             "discounted_return": discounted_return, "episode_return": episode_return, "episode_length": episode_length,
-            "nonfinite_skips_total": nonfinite_skips_total, "timers": dict(timers),
-            "rng": {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state(),
-                    "cuda": torch.cuda.get_rng_state_all() if device.type == "cuda" else None},
+            "nonfinite_skips_total": nonfinite_skips_total,
         }
-        save_checkpoint(run_dir, state)
-        if args.save_states and saved_states:
-            observations, steps = np.concatenate(saved_states), np.concatenate(saved_state_steps)
-            saved_states[:], saved_state_steps[:] = [observations], [steps]
-            atomic_write_bytes(os.path.join(run_dir, "states.npz"),
-                               lambda f: np.savez_compressed(f, observations=observations, global_steps=steps))
+        for k, seed in enumerate(seeds):
+            state = {"format": CHECKPOINT_FORMAT, "args": config_args[seed], "global_step": global_step,
+                     "iteration": iteration, "task_index": task_index, "timers": dict(timers),
+                     **seed_slice(stacked, k),
+                     "env_states": [nonstationary_envs.get_env_state(env) for env in envs[k]],
+                     "rng": {"torch": generators[k].get_state()}}
+            save_checkpoint(run_dirs[seed], state)
+            if args.save_states and saved_states[k]:
+                observations, steps = np.concatenate(saved_states[k]), np.concatenate(saved_state_steps[k])
+                saved_states[k], saved_state_steps[k] = [observations], [steps]
+                atomic_write_bytes(os.path.join(run_dirs[seed], "states.npz"),
+                                   lambda f: np.savez_compressed(f, observations=observations, global_steps=steps))
 
-    # Rollout buffers live on the CPU during the rollout (one copy to the device per update)
-    obs_buffer = np.zeros((args.num_steps, args.num_envs, obs_dim), np.float32)
-    next_obs_buffer = np.zeros((args.num_steps, args.num_envs, obs_dim), np.float32)
-    actions_buffer = np.zeros((args.num_steps, args.num_envs, action_dim), np.float32)
-    rewards_buffer = np.zeros((args.num_steps, args.num_envs), np.float32)
-    terminations_buffer = np.zeros((args.num_steps, args.num_envs), np.float32)
-    dones_buffer = np.zeros((args.num_steps, args.num_envs), np.float32)
+    # Rollout buffers live on the CPU during the rollout (one copy to the device per update), (seeds, T, envs, ...)
+    obs_buffer = np.zeros((num_seeds, args.num_steps, args.num_envs, obs_dim), np.float32)
+    next_obs_buffer = np.zeros((num_seeds, args.num_steps, args.num_envs, obs_dim), np.float32)
+    actions_buffer = np.zeros((num_seeds, args.num_steps, args.num_envs, action_dim), np.float32)
+    rewards_buffer = np.zeros((num_seeds, args.num_steps, args.num_envs), np.float32)
+    terminations_buffer = np.zeros((num_seeds, args.num_steps, args.num_envs), np.float32)
+    dones_buffer = np.zeros((num_seeds, args.num_steps, args.num_envs), np.float32)
+    env_index = [(k, i, env) for k, seed_envs in enumerate(envs) for i, env in enumerate(seed_envs)]
+    seed_rows = torch.arange(num_seeds, device=device)[:, None]  # gathers each seed's own minibatch
 
     eval_points = [s for s in evaluation_steps(args.steps_per_task, num_tasks, args.eval_frequency) if s > global_step]
-    last_eval = {"return": float("nan")}
     progress = None
     session_start, session_start_step = time.perf_counter(), global_step
     session_timers_start = dict(timers)
     wall_mark = session_start
-    if checkpoint is None:
+    if checkpoints is None:
         evaluate(0)
     progress = tqdm(total=total_steps, initial=global_step, unit="step", dynamic_ncols=True, disable=None)
     obs = obs_rms.normalize(raw_obs, args.normalization_clip)
-    final_raw_obs = {}  # env index -> final observation of an episode that ended in this step
+    final_raw_obs = {}  # (seed, env) index -> final observation of an episode that ended in this step
     next_checkpoint = global_step + args.checkpoint_frequency if args.checkpoint_frequency else math.inf
     exit_code = 0
 
@@ -986,8 +1330,10 @@ if __name__ == "__main__":
                 optimizer.param_groups[0]["lr"] = args.learning_rate * (1.0 - (iteration - 1.0) / num_iterations)
 
         # ---- Rollout ----
-        log_std = actor.log_std.detach()
-        action_std = torch.exp(log_std)
+        action_std = torch.exp(actor.log_std.detach())
+        # each seed's action noise for the whole rollout, from its own generator: (T, seeds, envs, action_dim)
+        action_noise = torch.stack([torch.randn((args.num_steps, args.num_envs, action_dim), generator=generator)
+                                    for generator in generators], dim=1).to(device)
         task_ended = False
         steps_collected = 0
         # one inference-mode context for the whole rollout: entering it per step costs ~20 us
@@ -996,50 +1342,52 @@ if __name__ == "__main__":
                 step_task = global_step // args.steps_per_task
                 if step_task != task_index:
                     task_index = step_task
-                    for env in envs:
+                    for _, _, env in env_index:
                         env.get_wrapper_attr("set_task")(task_index)
-                    writer.add_scalar("task/index", task_index, global_step)
+                    for writer in writers:
+                        writer.add_scalar("task/index", task_index, global_step)
                     progress.write(f"step {global_step}: task {task_index} "
-                                   f"({envs[0].get_wrapper_attr('task_description')()})")
-                obs_buffer[step] = obs
+                                   f"({envs[0][0].get_wrapper_attr('task_description')()})")
+                obs_buffer[:, step] = obs
                 mean = actor(torch.from_numpy(obs).to(device))
-                action = (mean + action_std * torch.randn_like(mean)).cpu().numpy()
-                actions_buffer[step] = action
-                clipped_action = np.clip(action, action_low, action_high)
+                action = (mean + action_std * action_noise[step]).cpu().numpy()
+                actions_buffer[:, step] = action
+                clipped_action = np.minimum(np.maximum(action, action_low), action_high)  # np.clip's wrapper costs ~10 us
                 global_step += args.num_envs
-                for i, env in enumerate(envs):
-                    next_raw_obs, reward, terminated, _, _ = env.unwrapped.step(clipped_action[i])
-                    episode_return[i] += reward
-                    episode_length[i] += 1
+                for k, i, env in env_index:
+                    next_raw_obs, reward, terminated, _, _ = env.unwrapped.step(clipped_action[k, i])
+                    episode_return[k, i] += reward
+                    episode_length[k, i] += 1
                     # gymnasium's NormalizeReward: scale by the std of the discounted return, reset only on termination
-                    discounted_return[i] = discounted_return[i] * args.gamma * (1.0 - terminated) + reward
-                    rewards_buffer[step, i] = reward
-                    terminations_buffer[step, i] = terminated
-                    done = terminated or episode_length[i] >= args.max_episode_steps
-                    dones_buffer[step, i] = done
-                    raw_obs[i] = next_raw_obs
+                    discounted_return[k, i] = discounted_return[k, i] * args.gamma * (1.0 - terminated) + reward
+                    rewards_buffer[k, step, i] = reward
+                    terminations_buffer[k, step, i] = terminated
+                    done = terminated or episode_length[k, i] >= args.max_episode_steps
+                    dones_buffer[k, step, i] = done
+                    raw_obs[k, i] = next_raw_obs
                     if done:
                         # The env restarts in the same step, so the buffer holds no junk transition; the true final
                         # observation is kept for next_obs_buffer (a truncation bootstraps from its value).
-                        final_raw_obs[i] = next_raw_obs
-                        writer.add_scalar("charts/episodic_return", episode_return[i], global_step)
-                        writer.add_scalar("charts/episodic_length", episode_length[i], global_step)
-                        episode_return[i], episode_length[i] = 0.0, 0
-                        raw_obs[i] = env.unwrapped.reset()[0]
+                        final_raw_obs[k, i] = next_raw_obs
+                        writers[k].add_scalar("charts/episodic_return", episode_return[k, i], global_step)
+                        writers[k].add_scalar("charts/episodic_length", episode_length[k, i], global_step)
+                        episode_return[k, i], episode_length[k, i] = 0.0, 0
+                        raw_obs[k, i] = env.unwrapped.reset()[0]
                 return_rms.update(discounted_return)
                 if args.norm_reward:
-                    scaled_reward = rewards_buffer[step] / np.sqrt(return_rms.var + 1e-8)
-                    rewards_buffer[step] = np.minimum(np.maximum(scaled_reward, -args.normalization_clip),
-                                                      args.normalization_clip)
+                    scaled_reward = rewards_buffer[:, step] / np.sqrt(return_rms.var + 1e-8)
+                    rewards_buffer[:, step] = np.minimum(np.maximum(scaled_reward, -args.normalization_clip),
+                                                         args.normalization_clip)
                 obs_rms.update(raw_obs)
                 obs = obs_rms.normalize(raw_obs, args.normalization_clip)
-                next_obs_buffer[step] = obs
-                for i, final in final_raw_obs.items():
-                    next_obs_buffer[step, i] = obs_rms.normalize(final, args.normalization_clip)
+                next_obs_buffer[:, step] = obs
+                for (k, i), final in final_raw_obs.items():
+                    next_obs_buffer[k, step, i] = obs_rms.normalize(final, args.normalization_clip)[k, 0]
                 final_raw_obs.clear()
                 if args.save_states and (global_step // args.num_envs) % args.save_states_every == 0:
-                    saved_states.append(raw_obs.astype(np.float16))
-                    saved_state_steps.append(np.full(args.num_envs, global_step))
+                    for k in range(num_seeds):
+                        saved_states[k].append(raw_obs[k].astype(np.float16))
+                        saved_state_steps[k].append(np.full(args.num_envs, global_step))
                 steps_collected += 1
                 if eval_points and global_step >= eval_points[0]:
                     progress.update(global_step - progress.n)
@@ -1052,146 +1400,169 @@ if __name__ == "__main__":
             break  # the run ends with this rollout; an update would not be evaluated any more
 
         # ---- Advantages ----
-        b_obs = torch.from_numpy(obs_buffer).to(device)
-        b_actions = torch.from_numpy(actions_buffer).to(device)
+        b_obs = torch.from_numpy(obs_buffer).to(device).reshape(num_seeds, batch_size, obs_dim)
+        b_actions = torch.from_numpy(actions_buffer).to(device).reshape(num_seeds, batch_size, action_dim)
+        rollout_shape = (num_seeds, args.num_steps, args.num_envs)
         with torch.no_grad():
             # EPPO: E[V] = omega and var[V] at s_t and at the true next states (Algorithm 1, lines 5-6)
-            values, nu, alpha, beta = critic(b_obs)
+            values, nu, alpha, beta = (output.reshape(rollout_shape) for output in critic(b_obs))
             aleatoric_vars, epistemic_vars = nig_variance_split(nu, alpha, beta)
             value_vars = aleatoric_vars + epistemic_vars
-            next_values, next_nu, next_alpha, next_beta = critic(torch.from_numpy(next_obs_buffer).to(device))
+            next_values, next_nu, next_alpha, next_beta = critic(
+                torch.from_numpy(next_obs_buffer).to(device).reshape(num_seeds, batch_size, obs_dim))
             next_value_vars = nig_value_variance(next_nu, next_alpha, next_beta)
             old_log_probs = gaussian_log_prob(b_actions, actor(b_obs), actor.log_std)
+            # gae runs over time first: (T, seeds, envs) views of the (seeds, T, envs) buffers
+            time_major = [torch.from_numpy(buffer).to(device).transpose(0, 1)
+                          for buffer in (rewards_buffer, terminations_buffer, dones_buffer)]
+            rewards, terminations, dones = time_major
             # EPPO: GAE's mean and variance (Eq. gae_var / gae_var_ind), then the UCB advantage (Eq. ucb)
-            advantages, advantage_vars = probabilistic_gae(
-                torch.from_numpy(rewards_buffer).to(device), values, value_vars, next_values, next_value_vars,
-                torch.from_numpy(terminations_buffer).to(device), torch.from_numpy(dones_buffer).to(device),
-                args.gamma, args.gae_lambda, args.variant)
+            advantages, advantage_vars = (output.transpose(0, 1) for output in probabilistic_gae(
+                rewards, values.transpose(0, 1), value_vars.transpose(0, 1),
+                next_values.reshape(rollout_shape).transpose(0, 1),
+                next_value_vars.reshape(rollout_shape).transpose(0, 1), terminations, dones, args.gamma,
+                args.gae_lambda, args.variant))
             advantage_stds = advantage_vars.sqrt()
             advantages, returns = ucb_advantages_and_returns(advantages, advantage_stds, values, args.kappa,
                                                              args.ucb_in_returns)
-            # EPPO: rollout means of the evidence, logged under evidential/ (one host sync)
+            # EPPO: each seed's rollout means of the evidence, logged under evidential/ (kept on the device)
             scales = student_t_scale(nu, alpha, beta)
-            evidential_stats = dict(zip(
-                ("omega", "aleatoric_variance", "epistemic_variance", "advantage_std", "ucb_bonus", "alpha", "nu", "beta",
-                 "student_t_scale", "targets_outside_2_scales", "zeta"),
-                torch.stack([values.mean(), aleatoric_vars.mean(), epistemic_vars.mean(), advantage_stds.mean(),
-                             args.kappa * advantage_stds.mean(), alpha.mean(), nu.mean(), beta.mean(), scales.mean(),
-                             ((returns - values).abs() > 2.0 * scales).float().mean(),
-                             nll_error_rescaling(returns - values, nu, alpha, beta).mean()]).tolist()))
+            evidential_stats = torch.stack(
+                [values, aleatoric_vars, epistemic_vars, advantage_stds, args.kappa * advantage_stds, alpha, nu, beta,
+                 scales, ((returns - values).abs() > 2.0 * scales).float(),
+                 nll_error_rescaling(returns - values, nu, alpha, beta)], dim=1).flatten(2).mean(-1)  # (seeds, 11)
 
         # ---- Update ----
-        b_obs = b_obs.reshape(batch_size, obs_dim)
-        b_actions = b_actions.reshape(batch_size, action_dim)
-        b_old_log_probs, b_advantages = old_log_probs.reshape(-1), advantages.reshape(-1)
-        b_returns, b_values = returns.reshape(-1), values.reshape(-1)
-        if args.norm_adv:  # Algorithm 1, line 19: normalized over the whole batch, once, after the returns
-            b_advantages = (b_advantages - b_advantages.mean()) / (b_advantages.std() + 1e-8)
+        b_old_log_probs = old_log_probs
+        b_advantages = advantages.reshape(num_seeds, batch_size)
+        b_returns, b_values = returns.reshape(num_seeds, batch_size), values.reshape(num_seeds, batch_size)
+        if args.norm_adv:  # Algorithm 1, line 19: normalized over each seed's whole batch, once, after the returns
+            b_advantages = normalize_advantages(b_advantages)
         # policy, value, entropy, old approx kl, approx kl, EPPO: + nll, hyperprior
-        loss_sums = torch.zeros(7, device=device)
-        clipfrac_sum = torch.zeros((), device=device)
-        critic_max_grad = 0.0
-        critic_grad_sums = torch.zeros(5, device=device)  # EPPO: critic grad norm, head shares (omega, nu, alpha, beta)
-        minibatch_steps, skipped_this_update, skip_reasons = 0, 0, set()
+        loss_sums = torch.zeros(num_seeds, 7, device=device)
+        clipfrac_sum = torch.zeros(num_seeds, device=device)
+        critic_max_grad = torch.zeros(num_seeds, device=device)
+        # EPPO: critic grad norm, head shares (omega, nu, alpha, beta)
+        critic_grad_sums = torch.zeros(num_seeds, 5, device=device)
+        minibatch_steps, skipped_this_update = np.zeros(num_seeds, np.int64), np.zeros(num_seeds, np.int64)
+        skip_reasons = [set() for _ in seeds]
         for epoch in range(args.update_epochs):
-            permutation = torch.randperm(batch_size, device=device)
+            permutation = torch.stack([torch.randperm(batch_size, generator=generator)
+                                       for generator in generators]).to(device)
             for start in range(0, batch_size, args.minibatch_size):
-                mb = permutation[start : start + args.minibatch_size]
-                new_log_probs = gaussian_log_prob(b_actions[mb], actor(b_obs[mb]), actor.log_std)
-                log_ratio = new_log_probs - b_old_log_probs[mb]
+                mb = permutation[:, start : start + args.minibatch_size]  # (seeds, minibatch): each seed's own
+                new_log_probs = gaussian_log_prob(b_actions[seed_rows, mb], actor(b_obs[seed_rows, mb]), actor.log_std)
+                log_ratio = new_log_probs - b_old_log_probs[seed_rows, mb]
                 ratio = log_ratio.exp()
                 with torch.no_grad():
-                    old_approx_kl = (-log_ratio).mean()
-                    approx_kl = ((ratio - 1) - log_ratio).mean()
-                    clipfrac_sum += ((ratio - 1.0).abs() > args.clip_coef).float().mean()
-                mb_advantages = b_advantages[mb]
+                    old_approx_kl = (-log_ratio).mean(-1)
+                    approx_kl = ((ratio - 1) - log_ratio).mean(-1)
+                    clipfrac_sum += ((ratio - 1.0).abs() > args.clip_coef).float().mean(-1)
+                mb_advantages = b_advantages[seed_rows, mb]
                 pg_loss = torch.max(-mb_advantages * ratio,
-                                    -mb_advantages * torch.clamp(ratio, 1 - args.clip_coef, 1 + args.clip_coef)).mean()
-                entropy = gaussian_entropy(actor.log_std)
+                                    -mb_advantages * torch.clamp(ratio, 1 - args.clip_coef, 1 + args.clip_coef)).mean(-1)
+                entropy = gaussian_entropy(actor.log_std).squeeze(-1)
                 actor_loss = pg_loss - args.ent_coef * entropy
 
+                mb_returns = b_returns[seed_rows, mb]
                 # EPPO: L = NLL - xi * log p(m) on the targets R (Eq. loss_nll, Sec. 3.1; --clip-vloss is rejected);
                 # --critic-loss mse: PPO's (omega - R)^2 instead
                 v_loss, nll_loss, hyperprior_loss = evidential_critic_loss(
-                    b_returns[mb], *critic(b_obs[mb]), args.critic_loss, prior_weight, **hyperprior)
+                    mb_returns, *critic(b_obs[seed_rows, mb]), args.critic_loss, prior_weight, **hyperprior)
                 critic_loss = v_loss
 
-                actor_optimizer.zero_grad(set_to_none=True)
-                critic_optimizer.zero_grad(set_to_none=True)
-                (actor_loss + critic_loss).backward()  # disjoint parameters: one backward serves both
-                critic_grad_max = plasticity_metrics.max_abs_gradient(critic)
-                actor_grad_norm = nn.utils.clip_grad_norm_(actor.parameters(), args.max_grad_norm)
-                critic_grad_norm = nn.utils.clip_grad_norm_(critic.parameters(), args.max_grad_norm)
-                # One host sync per minibatch: skip the step when any loss or gradient is not finite
-                finite = torch.stack([actor_loss, critic_loss, actor_grad_norm, critic_grad_norm]).isfinite()
-                if not bool(finite.all()):
+                actor_optimizer.zero_grad()
+                critic_optimizer.zero_grad()
+                # disjoint parameters: one backward serves both; summed over seeds, so each seed's gradient is
+                # the gradient of its own loss
+                (actor_loss + critic_loss).sum().backward()
+                critic_grad_max = critic_optimizer.max_abs_gradients()
+                actor_grad_norm = actor_optimizer.clip_grad_norms_(args.max_grad_norm)
+                critic_grad_norm = critic_optimizer.clip_grad_norms_(args.max_grad_norm)
+                # One host sync per minibatch: a seed whose loss or gradient is not finite skips its step
+                finite = torch.stack([actor_loss, critic_loss, actor_grad_norm, critic_grad_norm]).isfinite().cpu().numpy()
+                seed_finite = finite.all(axis=0)
+                if not seed_finite.all():
                     names = np.array(["actor_loss", "critic_loss", "actor_grad", "critic_grad"])
-                    skip_reasons.update(names[~finite.cpu().numpy()])
-                    skipped_this_update += 1
-                    consecutive_nonfinite += 1
-                    if consecutive_nonfinite >= args.max_nonfinite_skips:
+                    for k in np.flatnonzero(~seed_finite):
+                        skip_reasons[k].update(names[~finite[:, k]])
+                    skipped_this_update += ~seed_finite
+                    consecutive_nonfinite = np.where(seed_finite, 0, consecutive_nonfinite + 1)
+                    if consecutive_nonfinite.max() >= args.max_nonfinite_skips:
                         break
-                    continue
-                consecutive_nonfinite = 0
-                actor_optimizer.step()
-                critic_optimizer.step()
-                minibatch_steps += 1
-                critic_max_grad = max(critic_max_grad, critic_grad_max)
+                    actor_optimizer.step(seed_finite)
+                    critic_optimizer.step(seed_finite)
+                else:
+                    consecutive_nonfinite[:] = 0
+                    actor_optimizer.step()
+                    critic_optimizer.step()
+                finite_mask = torch.from_numpy(seed_finite).to(device)
+                minibatch_steps += seed_finite
+                critic_max_grad = torch.where(finite_mask, torch.maximum(critic_max_grad, critic_grad_max), critic_max_grad)
+                loss_sums += torch.where(finite_mask[:, None], torch.stack(  # EPPO: + nll, hyperprior
+                    [pg_loss, v_loss, entropy, old_approx_kl, approx_kl, nll_loss, hyperprior_loss], dim=1).detach(), 0.0)
                 # EPPO: the critic's gradient norm before clipping and the head rows' shares of it, summed on device
-                critic_grad_sums += torch.cat([critic_grad_norm.reshape(1), head_gradient_shares(
-                    critic.head.weight.grad, critic.head.bias.grad)]).detach()
-                loss_sums += torch.stack([pg_loss, v_loss, entropy, old_approx_kl, approx_kl, nll_loss,
-                                          hyperprior_loss]).detach()  # EPPO: + nll, hyperprior
-            if consecutive_nonfinite >= args.max_nonfinite_skips:
+                critic_grad_sums += torch.where(finite_mask[:, None], torch.cat([critic_grad_norm[:, None],
+                    head_gradient_shares(critic.head.weight.grad, critic.head.bias.grad[:, 0])], dim=1).detach(), 0.0)
+            if consecutive_nonfinite.max() >= args.max_nonfinite_skips:
                 break
-            if args.target_kl is not None and approx_kl.item() > args.target_kl:
+            if args.target_kl is not None and approx_kl.item() > args.target_kl:  # one seed (validate_args)
                 break
 
         # ---- Logging ----
-        if skipped_this_update:
-            nonfinite_skips_total += skipped_this_update
-            warnings.warn(f"step {global_step}: skipped {skipped_this_update} minibatch step(s) with non-finite "
-                          f"{', '.join(sorted(skip_reasons))}")
-        writer.add_scalar("charts/nonfinite_skips", nonfinite_skips_total, global_step)
-        if minibatch_steps:
-            pg_mean, v_mean, entropy_mean, old_kl_mean, kl_mean, nll_mean, hyperprior_mean = (
-                loss_sums / minibatch_steps).tolist()  # EPPO: + nll, hyperprior
-            y_pred, y_true = b_values.cpu().numpy(), b_returns.cpu().numpy()
-            var_y = np.var(y_true)
-            writer.add_scalar("charts/learning_rate", actor_optimizer.param_groups[0]["lr"], global_step)
-            writer.add_scalar("losses/value_loss", v_mean, global_step)
-            writer.add_scalar("losses/policy_loss", pg_mean, global_step)
-            writer.add_scalar("losses/entropy", entropy_mean, global_step)
-            writer.add_scalar("losses/old_approx_kl", old_kl_mean, global_step)
-            writer.add_scalar("losses/approx_kl", kl_mean, global_step)
-            writer.add_scalar("losses/clipfrac", clipfrac_sum.item() / minibatch_steps, global_step)
-            writer.add_scalar("losses/explained_variance", np.nan if var_y == 0 else 1 - np.var(y_true - y_pred) / var_y,
-                              global_step)
-            writer.add_scalar("plasticity/critic_max_abs_grad", critic_max_grad, global_step)
-            # EPPO: the critic's loss terms and its evidence on the rollout that the update used
-            writer.add_scalar("losses/nll", nll_mean, global_step)
-            writer.add_scalar("losses/hyperprior", hyperprior_mean, global_step)
-            for tag, value in evidential_stats.items():
-                writer.add_scalar(f"evidential/{tag}", value, global_step)
-            critic_grad_means = (critic_grad_sums / minibatch_steps).tolist()  # EPPO: the critic's gradient
-            for tag, value in zip(("critic_grad_norm", "grad_share_omega", "grad_share_nu", "grad_share_alpha",
-                                   "grad_share_beta"), critic_grad_means):
-                writer.add_scalar(f"evidential/{tag}", value, global_step)
         now = time.perf_counter()
         timers["wall"] += now - wall_mark
         wall_mark = now
         session_time = now - session_start
         session_overhead = sum(timers[k] - session_timers_start[k] for k in ("eval", "plasticity"))
-        sps = (global_step - session_start_step) / max(session_time - session_overhead, 1e-9)
-        writer.add_scalar("charts/SPS", sps, global_step)
-        progress.set_postfix(task=task_index, sps=f"{sps:.0f}", eval=f"{last_eval['return']:.0f}", refresh=False)
+        group_sps = num_seeds * (global_step - session_start_step) / max(session_time - session_overhead, 1e-9)
+        loss_means = (loss_sums / torch.from_numpy(np.maximum(minibatch_steps, 1)).to(device)[:, None]).tolist()
+        clipfracs = (clipfrac_sum / torch.from_numpy(np.maximum(minibatch_steps, 1)).to(device)).tolist()
+        critic_max_grads = critic_max_grad.tolist()
+        # EPPO: the evidence and the critic's gradient means of every seed, in one host sync
+        evidential_means = torch.cat([evidential_stats, critic_grad_sums / torch.from_numpy(
+            np.maximum(minibatch_steps, 1)).to(device)[:, None]], dim=1).tolist()
+        y_pred, y_true = b_values.cpu().numpy(), b_returns.cpu().numpy()
+        for k, writer in enumerate(writers):
+            if skipped_this_update[k]:
+                nonfinite_skips_total[k] += skipped_this_update[k]
+                warnings.warn(f"seed {seeds[k]}, step {global_step}: skipped {skipped_this_update[k]} minibatch step(s) "
+                              f"with non-finite {', '.join(sorted(skip_reasons[k]))}")
+            writer.add_scalar("charts/nonfinite_skips", nonfinite_skips_total[k], global_step)
+            if minibatch_steps[k]:
+                pg_mean, v_mean, entropy_mean, old_kl_mean, kl_mean, nll_mean, hyperprior_mean = loss_means[k]  # EPPO
+                var_y = np.var(y_true[k])
+                writer.add_scalar("charts/learning_rate", actor_optimizer.param_groups[0]["lr"], global_step)
+                writer.add_scalar("losses/value_loss", v_mean, global_step)
+                writer.add_scalar("losses/policy_loss", pg_mean, global_step)
+                writer.add_scalar("losses/entropy", entropy_mean, global_step)
+                writer.add_scalar("losses/old_approx_kl", old_kl_mean, global_step)
+                writer.add_scalar("losses/approx_kl", kl_mean, global_step)
+                writer.add_scalar("losses/clipfrac", clipfracs[k], global_step)
+                writer.add_scalar("losses/explained_variance",
+                                  np.nan if var_y == 0 else 1 - np.var(y_true[k] - y_pred[k]) / var_y, global_step)
+                writer.add_scalar("plasticity/critic_max_abs_grad", critic_max_grads[k], global_step)
+                # EPPO: the critic's loss terms, its evidence on the rollout that the update used and its gradient
+                writer.add_scalar("losses/nll", nll_mean, global_step)
+                writer.add_scalar("losses/hyperprior", hyperprior_mean, global_step)
+                for tag, value in zip(("omega", "aleatoric_variance", "epistemic_variance", "advantage_std", "ucb_bonus",
+                                       "alpha", "nu", "beta", "student_t_scale", "targets_outside_2_scales", "zeta",
+                                       "critic_grad_norm", "grad_share_omega", "grad_share_nu", "grad_share_alpha",
+                                       "grad_share_beta"), evidential_means[k]):
+                    writer.add_scalar(f"evidential/{tag}", value, global_step)
+            writer.add_scalar("charts/SPS", group_sps / num_seeds, global_step)  # this seed's own steps/s
+        progress.set_postfix(task=task_index, sps=f"{group_sps:.0f}", eval=f"{np.nanmean(last_eval_return):.0f}",
+                             refresh=False)
 
         # ---- Checkpoint ----
-        if consecutive_nonfinite >= args.max_nonfinite_skips:
+        if consecutive_nonfinite.max() >= args.max_nonfinite_skips:
             write_checkpoint()
-            print(f"error: {consecutive_nonfinite} consecutive minibatch steps had a non-finite loss or gradient "
-                  f"({', '.join(sorted(skip_reasons))}) at step {global_step}; stopped with a checkpoint of the last "
-                  "finite state. Lower the learning rate or inspect the run before resuming.", file=sys.stderr)
+            failed = [seeds[k] for k in np.flatnonzero(consecutive_nonfinite >= args.max_nonfinite_skips)]
+            reasons = sorted(set().union(*(skip_reasons[seeds.index(seed)] for seed in failed)))
+            print(f"error: seed {', '.join(map(str, failed))}: {args.max_nonfinite_skips} consecutive minibatch steps "
+                  f"had a non-finite loss or gradient ({', '.join(reasons)}) at step {global_step}; stopped with a "
+                  "checkpoint of the last finite state. Lower the learning rate or inspect the run before resuming.",
+                  file=sys.stderr)
             exit_code = EXIT_NONFINITE
             break
         if stop_signal:
@@ -1210,16 +1581,21 @@ if __name__ == "__main__":
     train_time = timers["wall"] - timers["eval"] - timers["plasticity"]
     if exit_code == 0:
         write_checkpoint()  # the final networks and normalization statistics, for scripts/evaluate.py
-        summary = {"status": "finished", "global_step": global_step, "train_sps": global_step / max(train_time, 1e-9),
-                   "wall_time_s": timers["wall"], "train_time_s": train_time, "eval_time_s": timers["eval"],
-                   "plasticity_time_s": timers["plasticity"], "nonfinite_skips": nonfinite_skips_total}
-        with open(os.path.join(run_dir, "summary.json"), "w") as f:
-            json.dump(summary, f, indent=2)
-        print(f"finished {run_dir}: {global_step} steps, train SPS {summary['train_sps']:.0f}, "
-              f"eval {timers['eval']:.1f} s")
-    evaluations_log.close()
-    plasticity_log.close()
-    writer.close()
+        for k, seed in enumerate(seeds):
+            summary = {"status": "finished", "global_step": global_step,
+                       "train_sps": global_step / max(train_time, 1e-9), "wall_time_s": timers["wall"],
+                       "train_time_s": train_time, "eval_time_s": timers["eval"],
+                       "plasticity_time_s": timers["plasticity"], "nonfinite_skips": int(nonfinite_skips_total[k]),
+                       "num_seeds": num_seeds, "group_train_sps": num_seeds * global_step / max(train_time, 1e-9),
+                       "device": device.type}
+            with open(os.path.join(run_dirs[seed], "summary.json"), "w") as f:
+                json.dump(summary, f, indent=2)
+        print(f"finished {', '.join(run_dirs[seed] for seed in seeds)}: {global_step} steps per seed, train SPS "
+              f"{summary['group_train_sps']:.0f} ({summary['train_sps']:.0f} per seed), eval {timers['eval']:.1f} s")
+    for log in evaluations_logs + plasticity_logs:
+        log.close()
+    for writer in writers:
+        writer.close()
     if args.track:
         wandb.finish()
     sys.exit(exit_code)

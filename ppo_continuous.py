@@ -62,7 +62,7 @@ CHECKPOINT_FORMAT = 2  # 2: every tensor of the per-seed state has a leading see
 # Args that may change between a run and its resumption without changing the experiment (a seed's results do
 # not depend on the other seeds trained beside it, so the group it runs in may change too).
 RESUME_IGNORED_ARGS = ("overwrite", "cuda", "track", "wandb_project_name", "wandb_entity", "max_nonfinite_skips",
-                       "num_seeds", "run_dir")
+                       "num_seeds", "run_dir", "env_threads")
 # From this many seeds per process up, the default (`--cuda` not given explicitly) trains on CUDA when it is
 # available: below it one CPU core is faster (docs/batched-seeds.md has the measurements).
 CUDA_MIN_SEEDS = 8

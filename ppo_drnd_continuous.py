@@ -17,7 +17,6 @@ EPPO paper is silent we follow the authors' online PPO code, github.com/yk7333/D
 All DRND quantities are computed batched after the rollout: the rollout itself is PPO's. With ``--num-seeds``
 every seed has its own predictor, targets, optimizer, input statistics and intrinsic-return statistics.
 
-
 Everything else is the PPO template (paper Appendix B); its notes follow.
 CleanRL's reference script: https://docs.cleanrl.dev/rl-algorithms/ppo/#ppo_continuous_actionpy
 
@@ -42,9 +41,12 @@ What differs from CleanRL's ``ppo_continuous_action.py`` and why:
   serve a leading seed axis. On the CPU a seed's results do not depend on K or on its position in the batch.
 """
 
+import contextlib
 import copy
 import csv
 import dataclasses
+import io
+import itertools
 import json
 import math
 import os
@@ -204,7 +206,6 @@ class Args:
     """weight of the extrinsic advantage in the policy advantage"""
     int_coef: float = 1.0
     """weight of the intrinsic advantage in the policy advantage"""
-
 
 
 def method_name(args: Args) -> str:
@@ -901,14 +902,24 @@ def parse_args(argv: list) -> Args:
     if error:
         print(f"error: {error}", file=sys.stderr)
         sys.exit(EXIT_INVALID_CONFIG)
+    tyro_errors = io.StringIO()
     try:
         try:
-            return tyro.cli(Args, args=argv)
+            with contextlib.redirect_stderr(tyro_errors):
+                return tyro.cli(Args, args=argv)
         finally:
             sys.stdout.flush()
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing more may reach the closed pipe
         sys.exit(0)
+    except SystemExit as exit_status:
+        if exit_status.code in (0, None):
+            raise
+        # tyro's error is a box of several lines: keep its message, on one line
+        lines = [line.strip("╭╮╰╯│ ") for line in tyro_errors.getvalue().splitlines()[1:]]
+        message = " ".join(itertools.takewhile(lambda line: not set(line) <= set("─"), lines))
+        print(f"error: {' '.join(message.split())} (`--help` lists the flags)", file=sys.stderr)
+        sys.exit(EXIT_INVALID_CONFIG)
 
 
 if __name__ == "__main__":

@@ -10,49 +10,73 @@ import torch
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 import cb_continuous as cb
-from cb_continuous import Actor, Critic, GenerateAndTest, contribution_utility
+from cb_continuous import Actor, Critic, GenerateAndTest, SeedwiseAdam, contribution_utility
 from tiny_run import TINY_EVALUATION_STEPS, read_csv, run_script
 
 OBS_DIM, ACTION_DIM, HIDDEN = 5, 2, 8
 
 
-def critic_with_generate_and_test(seed=0, **kwargs):
-    """A small critic, its Adam optimizer and a generate-and-test over it (every unit mature by default)."""
-    torch.manual_seed(seed)
-    critic = Critic(OBS_DIM, HIDDEN)
-    optimizer = torch.optim.Adam(critic.parameters(), lr=1e-2)
+def critic_with_generate_and_test(seeds=(0,), hidden=HIDDEN, **kwargs):
+    """A small stacked critic (one seed per entry of ``seeds``, each initialized from its own generator), its
+    SeedwiseAdam and a generate-and-test over it (every unit mature by default)."""
+    generators = [torch.Generator().manual_seed(seed) for seed in seeds]
+    critic = Critic(OBS_DIM, hidden, generators)
+    optimizer = SeedwiseAdam(critic.parameters(), lr=1e-2)
     settings = {"replacement_rate": 0.25, "maturity_threshold": 0, "utility_decay": 0.99, **kwargs}
-    return critic, optimizer, GenerateAndTest(critic.trunk, critic.head, optimizer, **settings)
+    return critic, optimizer, GenerateAndTest(critic.trunk, critic.head, optimizer, generators, **settings)
 
 
 def train_step(critic, optimizer, x):
-    """One Adam step on a regression loss; returns the step's hidden activations (as the script passes them)."""
+    """One Adam step on a regression loss (per seed, summed over seeds as in the script); returns the step's
+    hidden activations (as the script passes them). x: (seeds, batch, OBS_DIM)."""
     activations = critic.hidden_activations(x)
-    loss = (critic.head(activations[-1]).squeeze(-1) - 1.0).pow(2).mean()
+    loss = (critic.head(activations[-1]).squeeze(-1) - 1.0).pow(2).mean(-1).sum()
     optimizer.zero_grad()
     loss.backward()
     optimizer.step()
     return activations
 
 
-def test_contribution_utility_matches_brute_force():
-    activation = torch.rand(7, 4)
-    weight = torch.randn(3, 4)
-    brute = [np.mean(np.abs(activation[:, j].numpy())) * np.mean(np.abs(weight[:, j].numpy())) for j in range(4)]
-    np.testing.assert_allclose(contribution_utility(activation, weight).numpy(), brute, rtol=1e-6)
+def seed_state(critic, optimizer, gnt, k):
+    """Everything of seed k: parameters, Adam moments and step counts, ages, utilities and pending fractions."""
+    state = {f"param.{name}": p.detach()[k].clone() for name, p in critic.named_parameters()}
+    for name, p in critic.named_parameters():
+        for key, value in optimizer.state[p].items():
+            state[f"adam.{name}.{key}"] = value[k].clone()
+    for key, value in gnt.state_dict().items():
+        state[f"gnt.{key}"] = value[k].clone()
+    return state
+
+
+def assert_equal_states(a, b):
+    assert a.keys() == b.keys()
+    for key in a:
+        assert torch.equal(a[key], b[key]), key
+
+
+def test_contribution_utility_matches_brute_force_per_seed():
+    activation = torch.rand(2, 7, 4)  # (seeds, batch, units)
+    weight = torch.randn(2, 3, 4)  # (seeds, next units, units)
+    utility = contribution_utility(activation, weight)
+    assert utility.shape == (2, 4)
+    for k in range(2):  # each seed's utility reduces over its own samples and outgoing weights only
+        brute = [np.mean(np.abs(activation[k, :, j].numpy())) * np.mean(np.abs(weight[k, :, j].numpy()))
+                 for j in range(4)]
+        np.testing.assert_allclose(utility[k].numpy(), brute, rtol=1e-6)
 
 
 def test_utility_is_the_bias_corrected_moving_average():
-    critic, _, gnt = critic_with_generate_and_test(replacement_rate=0.0, utility_decay=0.9)
+    critic, _, gnt = critic_with_generate_and_test(seeds=(0, 1), replacement_rate=0.0, utility_decay=0.9)
     contributions = []
     for _ in range(5):
-        activations = critic.hidden_activations(torch.randn(16, OBS_DIM))
+        activations = critic.hidden_activations(torch.randn(2, 16, OBS_DIM))
         contributions.append(contribution_utility(activations[1], critic.head.weight).detach())
         gnt.step(activations)
     # Closed form after T steps: sum_t (1 - d) d^(T-1-t) c_t / (1 - d^T)   (gnt.py: util, bias_correction)
     d, T = 0.9, 5
     expected = sum((1 - d) * d ** (T - 1 - t) * c for t, c in enumerate(contributions)) / (1 - d**T)
-    torch.testing.assert_close(gnt.bias_corrected_utilities(1), expected)
+    for k in range(2):
+        torch.testing.assert_close(gnt.bias_corrected_utilities(1, k), expected[k])
 
 
 @pytest.mark.parametrize("decay", [0.0, 1e-4])
@@ -61,132 +85,208 @@ def test_small_decay_makes_utility_the_latest_contribution(decay):
     critic, _, gnt = critic_with_generate_and_test(replacement_rate=0.0, utility_decay=decay)
     contributions = []
     for _ in range(3):
-        activations = critic.hidden_activations(torch.randn(16, OBS_DIM))
+        activations = critic.hidden_activations(torch.randn(1, 16, OBS_DIM))
         gnt.step(activations)
-        contributions.append(contribution_utility(activations[0], critic.trunk[3].weight).detach())
+        contributions.append(contribution_utility(activations[0], critic.trunk[3].weight).detach()[0])
     # u = sum_t (1 - d) d^(T-1-t) c_t / (1 - d^T) differs from c_T by at most 2 d max_t c_t (+ float32 rounding)
     tolerance = (2 * decay + 1e-6) * float(torch.stack(contributions).max())
-    assert torch.all((gnt.bias_corrected_utilities(0) - contributions[-1]).abs() <= tolerance)
+    assert torch.all((gnt.bias_corrected_utilities(0, 0) - contributions[-1]).abs() <= tolerance)
 
 
 def test_replaces_the_lowest_utility_units_with_fresh_inputs_zero_outputs_and_zero_moments():
     critic, optimizer, gnt = critic_with_generate_and_test(replacement_rate=0.25, maturity_threshold=2)
-    x = torch.randn(32, OBS_DIM)
+    x = torch.randn(1, 32, OBS_DIM)
     for _ in range(2):  # ages 1 and 2: not yet older than the threshold
-        assert gnt.step(train_step(critic, optimizer, x)) == 0
+        assert gnt.step(train_step(critic, optimizer, x)).tolist() == [0]
     activations = train_step(critic, optimizer, x)
     lowest = []
     for layer in range(2):  # the utilities this step will rank, computed independently
-        utility = 0.99 * gnt.utilities[layer] + 0.01 * contribution_utility(activations[layer],
-                                                                             gnt.linears[layer + 1].weight)
+        utility = 0.99 * gnt.utilities[layer][0] + 0.01 * contribution_utility(activations[layer],
+                                                                                gnt.linears[layer + 1].weight)[0]
         lowest.append(sorted(torch.argsort(utility.detach() / (1 - 0.99**3), stable=True)[:2].tolist()))
-    before = {name: p.detach().clone() for name, p in critic.named_parameters()}
-    moments_before = {(id(p), k): v.clone() for p in critic.parameters() for k, v in optimizer.state[p].items()}
+    before = {name: p.detach()[0].clone() for name, p in critic.named_parameters()}
+    moments_before = {(id(p), k): v[0].clone() for p in critic.parameters() for k, v in optimizer.state[p].items()}
+    steps_before = [optimizer.state[p]["step"].clone() for p in critic.parameters()]
 
-    assert gnt.step(activations) == 4  # 0.25 * 8 mature units, in each of the two hidden layers
+    assert gnt.step(activations).tolist() == [4]  # 0.25 * 8 mature units, in each of the two hidden layers
 
-    head_rows = list(range(critic.head.out_features))
+    head_rows = list(range(critic.head.weight.shape[1]))
     for layer, units in enumerate(lowest):
         kept = [j for j in range(HIDDEN) if j not in units]
         incoming, outgoing, norm = gnt.linears[layer], gnt.linears[layer + 1], gnt.layer_norms[layer]
-        assert torch.nonzero(gnt.ages[layer] == 0).squeeze(1).tolist() == units
-        assert torch.all(gnt.utilities[layer][units] == 0)
+        w_in, w_out = incoming.weight[0], outgoing.weight[0]
+        assert torch.nonzero(gnt.ages[layer][0] == 0).squeeze(1).tolist() == units
+        assert torch.all(gnt.utilities[layer][0, units] == 0)
         # Rows of the next layer that were replaced themselves got a whole fresh row; all others read 0.
         rows = head_rows if layer == 1 else [r for r in range(HIDDEN) if r not in lowest[1]]
-        assert torch.all(outgoing.weight[rows][:, units] == 0)
-        assert torch.all(incoming.bias[units] == 0)
-        assert torch.all(norm.weight[units] == 1) and torch.all(norm.bias[units] == 0)
-        assert not torch.equal(incoming.weight[units], before[f"trunk.{3 * layer}.weight"][units])
+        assert torch.all(w_out[rows][:, units] == 0)
+        assert torch.all(incoming.bias[0, 0, units] == 0)
+        assert torch.all(norm.weight[0, 0, units] == 1) and torch.all(norm.bias[0, 0, units] == 0)
+        assert not torch.equal(w_in[units], before[f"trunk.{3 * layer}.weight"][units])
         # kept rows are untouched, except for their inputs from replaced units of the layer below (zeroed)
-        columns = list(range(incoming.in_features)) if layer == 0 else [j for j in range(HIDDEN) if j not in lowest[0]]
-        assert torch.equal(incoming.weight[kept][:, columns], before[f"trunk.{3 * layer}.weight"][kept][:, columns])
-        for parameter, entries in ((incoming.weight, units), (incoming.bias, units), (norm.weight, units),
-                                   (norm.bias, units), (outgoing.weight, (slice(None), units))):
+        columns = list(range(w_in.shape[1])) if layer == 0 else [j for j in range(HIDDEN) if j not in lowest[0]]
+        assert torch.equal(w_in[kept][:, columns], before[f"trunk.{3 * layer}.weight"][kept][:, columns])
+        for parameter, entries in ((incoming.weight, units), (incoming.bias, (0, units)), (norm.weight, (0, units)),
+                                   (norm.bias, (0, units)), (outgoing.weight, (slice(None), units))):
             for key in ("exp_avg", "exp_avg_sq"):
-                assert torch.all(optimizer.state[parameter][key][entries] == 0)
+                assert torch.all(optimizer.state[parameter][key][0][entries] == 0)
         for key in ("exp_avg", "exp_avg_sq"):  # moments of the kept units' outgoing weights are untouched
             old = moments_before[(id(outgoing.weight), key)]
-            assert torch.equal(optimizer.state[outgoing.weight][key][rows][:, kept], old[rows][:, kept])
+            assert torch.equal(optimizer.state[outgoing.weight][key][0][rows][:, kept], old[rows][:, kept])
+    # Adam's step counts are not reset (as torch.optim.Adam's were in the one-seed script)
+    assert all(torch.equal(optimizer.state[p]["step"], s) for p, s in zip(critic.parameters(), steps_before))
     # The second layer (256 x 256 in the script, 8 x 8 here) is square: layer_init's orthogonal rows have norm
     # exactly the gain sqrt(2), and so must the fresh rows.
-    fresh_norms = gnt.linears[1].weight[lowest[1]].norm(dim=1)
+    fresh_norms = gnt.linears[1].weight[0, lowest[1]].norm(dim=1)
     torch.testing.assert_close(fresh_norms, torch.full_like(fresh_norms, math.sqrt(2)))
 
 
+def test_a_replacement_in_one_seed_leaves_the_other_seed_untouched():
+    """Seed 0 steps and replaces units; seed 1 skipped its step (non-finite): its weights, Adam moments, ages,
+    utilities, pending fractions and random stream are exactly as before."""
+    critic, optimizer, gnt = critic_with_generate_and_test(seeds=(0, 1), replacement_rate=0.25, maturity_threshold=1)
+    x = torch.randn(2, 32, OBS_DIM)
+    gnt.step(train_step(critic, optimizer, x))  # age 1: none mature
+    activations = train_step(critic, optimizer, x)
+    before = [seed_state(critic, optimizer, gnt, k) for k in range(2)]
+    generator_before = gnt.generators[1].get_state()
+
+    assert gnt.step(activations, np.array([True, False])).tolist() == [4, 0]
+
+    assert_equal_states(seed_state(critic, optimizer, gnt, 1), before[1])
+    assert torch.equal(gnt.generators[1].get_state(), generator_before)
+    after = seed_state(critic, optimizer, gnt, 0)
+    assert not torch.equal(after["param.trunk.0.weight"], before[0]["param.trunk.0.weight"])
+    assert int((after["gnt.ages.0"] == 0).sum()) == 2 and int((after["gnt.ages.1"] == 0).sum()) == 2
+    assert not torch.equal(after["adam.head.weight.exp_avg"], before[0]["adam.head.weight.exp_avg"])
+
+
+def test_a_seed_replaces_exactly_as_it_does_alone():
+    """Seed 1 beside seed 0 (at position 1 of the stack) ends bit-identical to seed 1 alone, replacements, fresh
+    rows from its own generator and Adam moments included; an odd width puts its entries at unaligned offsets."""
+    hidden, steps = 13, 6
+    settings = {"hidden": hidden, "replacement_rate": 0.2, "maturity_threshold": 1}
+    pair = critic_with_generate_and_test(seeds=(0, 1), **settings)
+    alone = critic_with_generate_and_test(seeds=(1,), **settings)
+    data = torch.randn(steps, 2, 32, OBS_DIM)
+    replaced_pair, replaced_alone = 0, 0
+    for x in data:
+        critic, optimizer, gnt = pair
+        replaced_pair += gnt.step(train_step(critic, optimizer, x))[1]
+        critic, optimizer, gnt = alone
+        replaced_alone += gnt.step(train_step(critic, optimizer, x[1:]))[0]
+    assert replaced_pair == replaced_alone > 0
+    assert_equal_states(seed_state(*pair, 1), seed_state(*alone, 0))
+    assert torch.equal(pair[2].generators[1].get_state(), alone[2].generators[0].get_state())
+
+
 def test_without_optimizer_reset_the_moments_are_kept():
-    critic, optimizer, gnt = critic_with_generate_and_test(replacement_rate=1.0, reset_optimizer_state=False)
-    activations = train_step(critic, optimizer, torch.randn(16, OBS_DIM))
+    critic, optimizer, gnt = critic_with_generate_and_test(seeds=(0, 1), replacement_rate=1.0,
+                                                           reset_optimizer_state=False)
+    activations = train_step(critic, optimizer, torch.randn(2, 16, OBS_DIM))
     moments = {(id(p), k): v.clone() for p in critic.parameters() for k, v in optimizer.state[p].items()}
-    assert gnt.step(activations) == 2 * HIDDEN
+    assert gnt.step(activations).tolist() == [2 * HIDDEN] * 2
     for p in critic.parameters():
         for k, v in optimizer.state[p].items():
             assert torch.equal(v, moments[(id(p), k)])
 
 
 def test_no_mature_unit_leaves_the_network_unchanged():
-    critic, optimizer, gnt = critic_with_generate_and_test(replacement_rate=1.0, maturity_threshold=20)
-    x = torch.randn(16, OBS_DIM)
+    critic, optimizer, gnt = critic_with_generate_and_test(seeds=(0, 1), replacement_rate=1.0, maturity_threshold=20)
+    x = torch.randn(2, 16, OBS_DIM)
     outputs = critic(x).detach().clone()
     parameters = [p.detach().clone() for p in critic.parameters()]
     for _ in range(20):  # ages 1..20: none is older than 20
-        assert gnt.step(critic.hidden_activations(x)) == 0
+        assert gnt.step(critic.hidden_activations(x)).tolist() == [0, 0]
     assert torch.equal(critic(x), outputs)
     assert all(torch.equal(p, q) for p, q in zip(critic.parameters(), parameters))
-    assert gnt.step(critic.hidden_activations(x)) == 2 * HIDDEN  # age 21: all mature, rate 1 replaces all
+    # age 21: all mature, rate 1 replaces all, in every seed
+    assert gnt.step(critic.hidden_activations(x)).tolist() == [2 * HIDDEN] * 2
 
 
 def test_fractional_replacements_accumulate_to_the_exact_rate():
-    critic, _, gnt = critic_with_generate_and_test(replacement_rate=0.01, maturity_threshold=0)
-    x = torch.randn(16, OBS_DIM)
-    total = 0
+    critic, _, gnt = critic_with_generate_and_test(seeds=(0, 1), replacement_rate=0.01, maturity_threshold=0)
+    x = torch.randn(2, 16, OBS_DIM)
+    total = np.zeros(2, np.int64)
     for step in range(1, 301):
-        total += gnt.step(critic.hidden_activations(x))
+        # seed 1 skips every third step: its fractions accumulate over its own steps only
+        stepping = np.array([True, step % 3 != 0])
+        total += gnt.step(critic.hidden_activations(x), stepping)
         # 0.01 * 8 mature units per layer per step, whole units only, the fraction carried over
-        assert total == 2 * math.floor(0.08 * step + 1e-9)
-    assert total == 48
+        own_steps = [step, step - step // 3]
+        assert total.tolist() == [2 * math.floor(0.08 * s + 1e-9) for s in own_steps]
+    assert total.tolist() == [48, 2 * math.floor(0.08 * 200 + 1e-9)]
 
 
 def test_state_dict_resumes_to_identical_networks():
-    x = torch.randn(16, OBS_DIM)
+    """The state splits by seed and restacks (as the script's checkpoints do) and resumes bit-identically."""
+    x = torch.randn(2, 16, OBS_DIM)
     settings = {"replacement_rate": 0.2, "maturity_threshold": 1}
-    critic, optimizer, gnt = critic_with_generate_and_test(**settings)
+    critic, optimizer, gnt = critic_with_generate_and_test(seeds=(0, 1), **settings)
     for _ in range(4):
         gnt.step(train_step(critic, optimizer, x))
     # deep copies: the script serializes at once, while these live on and the optimizer mutates its state in place
-    saved = copy.deepcopy((critic.state_dict(), optimizer.state_dict(), gnt.state_dict(), torch.get_rng_state()))
+    saved = copy.deepcopy((critic.state_dict(), optimizer.state_dict(), gnt.state_dict(),
+                           [generator.get_state() for generator in gnt.generators]))
     for _ in range(6):
         gnt.step(train_step(critic, optimizer, x))
 
-    resumed, resumed_optimizer, resumed_gnt = critic_with_generate_and_test(seed=1, **settings)
+    resumed, resumed_optimizer, resumed_gnt = critic_with_generate_and_test(seeds=(5, 6), **settings)
+    restacked = cb.stack_seeds([cb.seed_slice(saved[2], k) for k in range(2)])
+    assert all(restacked[key].shape[0] == 2 for key in restacked)
     resumed.load_state_dict(saved[0])
     resumed_optimizer.load_state_dict(saved[1])
-    resumed_gnt.load_state_dict(saved[2])
-    torch.set_rng_state(saved[3])  # the script checkpoints the RNG (fresh rows are random)
+    resumed_gnt.load_state_dict(restacked)
+    for generator, state in zip(resumed_gnt.generators, saved[3]):
+        generator.set_state(state)  # the script checkpoints each seed's generator (fresh rows are random)
     for _ in range(6):
         resumed_gnt.step(train_step(resumed, resumed_optimizer, x))
     for (name, a), b in zip(critic.state_dict().items(), resumed.state_dict().values()):
         assert torch.equal(a, b), name
-    assert all(torch.equal(a, b) for a, b in zip(gnt.ages + gnt.utilities, resumed_gnt.ages + resumed_gnt.utilities))
-    assert gnt.pending_replacements == resumed_gnt.pending_replacements
+    for (key, a), b in zip(gnt.state_dict().items(), resumed_gnt.state_dict().values()):
+        assert torch.equal(a, b), key
+
+
+def test_seedwise_adam_weight_decay_is_torch_adams_per_seed():
+    """CB's L2 regularization: each seed's step equals torch.optim.Adam(weight_decay=...) on that seed alone."""
+    torch.manual_seed(0)
+    stacked = torch.nn.Parameter(torch.randn(3, 4, 5))
+    optimizer = SeedwiseAdam([stacked], lr=1e-2, eps=1e-5, weight_decay=0.1)
+    singles = [torch.nn.Parameter(stacked.detach()[k].clone()) for k in range(3)]
+    single_optimizers = [torch.optim.Adam([p], lr=1e-2, eps=1e-5, weight_decay=0.1, fused=True) for p in singles]
+    for _ in range(3):
+        gradient = torch.randn(3, 4, 5)
+        optimizer.zero_grad()
+        stacked.grad.copy_(gradient)
+        optimizer.step()
+        for k, (p, single_optimizer) in enumerate(zip(singles, single_optimizers)):
+            p.grad = gradient[k].clone()
+            single_optimizer.step()
+    for k, p in enumerate(singles):
+        assert torch.equal(stacked.detach()[k], p.detach())
+    without_decay = torch.nn.Parameter(torch.ones(1, 2))
+    plain = SeedwiseAdam([without_decay], lr=1e-2)
+    plain.step()  # zero gradient, no decay: nothing moves
+    assert torch.equal(without_decay.detach(), torch.ones(1, 2))
 
 
 def test_actor_generate_and_test_covers_the_mean_network():
-    torch.manual_seed(0)
-    actor = Actor(OBS_DIM, ACTION_DIM, HIDDEN)
-    optimizer = torch.optim.Adam(actor.parameters())
-    gnt = GenerateAndTest(actor.trunk, actor.mean_head, optimizer, 1.0, 0, 0.99)
+    generators = [torch.Generator().manual_seed(seed) for seed in (0, 1)]
+    actor = Actor(OBS_DIM, ACTION_DIM, HIDDEN, generators)
+    optimizer = SeedwiseAdam(actor.parameters(), lr=1e-3)
+    gnt = GenerateAndTest(actor.trunk, actor.mean_head, optimizer, generators, 1.0, 0, 0.99)
     assert gnt.linears[-1] is actor.mean_head and len(gnt.layer_norms) == 2
-    gnt.step(actor.hidden_activations(torch.randn(4, OBS_DIM)))
+    gnt.step(actor.hidden_activations(torch.randn(2, 4, OBS_DIM)))
     assert torch.all(actor.mean_head.weight == 0)  # every unit replaced: the mean no longer depends on the trunk
 
 
 def test_extreme_activations_give_finite_utilities():
     critic, _, gnt = critic_with_generate_and_test(replacement_rate=0.5)
-    huge = [torch.full((4, HIDDEN), 1e30), torch.zeros(4, HIDDEN)]
+    huge = [torch.full((1, 4, HIDDEN), 1e30), torch.zeros(1, 4, HIDDEN)]
     for _ in range(3):
         gnt.step(huge)
-    assert all(torch.isfinite(gnt.bias_corrected_utilities(i)).all() for i in range(2))
-    assert math.isfinite(gnt.mean_utility())
+    assert all(torch.isfinite(gnt.bias_corrected_utilities(i, 0)).all() for i in range(2))
+    assert all(math.isfinite(u) for u in gnt.mean_utility())
 
 
 def scalars(run_dir, tag):
@@ -197,27 +297,32 @@ def scalars(run_dir, tag):
 
 @pytest.fixture(scope="module")
 def replacing_run(tmp_path_factory):
-    """A tiny run with a low maturity threshold, so that units really are replaced."""
+    """A tiny two-seed run with a low maturity threshold, so that units really are replaced."""
     run_dir = tmp_path_factory.mktemp("cb") / "run"
-    result = run_script("cb_continuous.py", run_dir, "--maturity-threshold", "2", "--replacement-rate", "0.05")
+    result = run_script("cb_continuous.py", run_dir / "seed{seed}", "--num-seeds", "2", "--maturity-threshold", "2",
+                        "--replacement-rate", "0.05")
     assert result.returncode == 0, result.stderr[-3000:]
     return run_dir
 
 
-def test_tiny_run_writes_evaluations_and_replacement_logs(replacing_run):
-    rows = [(int(r["global_step"]), int(r["task"])) for r in read_csv(replacing_run / "evaluations.csv")]
+@pytest.mark.parametrize("seed", [1, 2])
+def test_tiny_run_writes_evaluations_and_replacement_logs(replacing_run, seed):
+    seed_dir = replacing_run / f"seed{seed}"
+    rows = [(int(r["global_step"]), int(r["task"])) for r in read_csv(seed_dir / "evaluations.csv")]
     assert rows == TINY_EVALUATION_STEPS
     # 3 updates x 2 epochs x 2 minibatches = 12 steps; from age 3 on, 0.05 * 256 = 12.8 units per layer per step
-    replaced = scalars(replacing_run, "cb/replaced_units")
+    replaced = scalars(seed_dir, "cb/replaced_units")
     assert len(replaced) == 3 and sum(replaced) > 0
-    assert replaced == [a + c for a, c in zip(scalars(replacing_run, "cb/actor_replaced_units"),
-                                              scalars(replacing_run, "cb/critic_replaced_units"))]
-    assert all(math.isfinite(u) and u >= 0 for u in scalars(replacing_run, "cb/critic_mean_utility"))
-    checkpoint = torch.load(replacing_run / "checkpoint.pt", weights_only=False)
+    assert replaced == [a + c for a, c in zip(scalars(seed_dir, "cb/actor_replaced_units"),
+                                              scalars(seed_dir, "cb/critic_replaced_units"))]
+    assert all(math.isfinite(u) and u >= 0 for u in scalars(seed_dir, "cb/critic_mean_utility"))
+    checkpoint = torch.load(seed_dir / "checkpoint.pt", weights_only=False)
     for network in ("actor", "critic"):
         state = checkpoint[f"{network}_generate_and_test"]
         ages = [state["ages.0"], state["ages.1"]]
+        assert all(a.shape == (1, 256) for a in ages)  # this seed's own slice, as a one-seed run writes it
         assert all(int(a.max()) <= 12 for a in ages) and any(int(a.min()) < 12 for a in ages)
+        assert state["pending_replacements"].shape == (1, 2)
 
 
 @pytest.mark.parametrize("field, value", [("replacement_rate", 1.5), ("replacement_rate", float("nan")),

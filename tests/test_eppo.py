@@ -1,7 +1,8 @@
 """Tests for eppo_continuous.py: evidential losses, probabilistic GAE, UCB, evidential critic, CLI and tiny runs.
 
 The properties every algorithm script shares (evaluation protocol, same seed -> same evaluations.csv, resume,
-preemption) are tested for eppo_continuous.py (default variant ind) in test_all_scripts.py.
+preemption, a seed's independence of the seeds trained beside it) are tested for eppo_continuous.py (default variant
+ind) in test_all_scripts.py. The networks hold K stacked seeds: inputs and outputs have a leading seed axis.
 """
 
 import dataclasses
@@ -40,6 +41,11 @@ from eppo_continuous import (
     validate_args,
 )
 from tiny_run import TINY_EVALUATION_STEPS, read_csv, run_script
+
+def _generators(*seeds):
+    """One torch.Generator per seed, as the script makes them (the networks draw seed k's weights from the k-th)."""
+    return [torch.Generator().manual_seed(seed) for seed in seeds]
+
 
 # Extreme inputs the losses must survive in float32 (the critic's dtype).
 EXTREME_ERRORS = [0.0, 1e-3, 1.0, 1e4]
@@ -202,6 +208,22 @@ def test_probabilistic_gae_matches_brute_force(seed):
         np.testing.assert_allclose(advantage_vars.numpy(), expected_var, rtol=1e-12, atol=1e-12)
 
 
+def test_probabilistic_gae_with_a_seed_axis_is_each_seeds_own():
+    """Time first, (T, seeds, envs) views of (seeds, T, envs) buffers as in the script: every seed's advantages and
+    variances are exactly those of its own rollout, and they keep the buffers' layout (each seed's contiguous, so
+    the script's reductions over a seed's samples do not depend on the number of seeds)."""
+    rollouts = [_random_rollout(seed, num_steps=17, num_envs=3) for seed in (4, 5)]
+    stacked_inputs = {key: torch.stack([r[key] for r in rollouts]).transpose(0, 1) for key in rollouts[0]}
+    for variant in ("mean", "cor", "ind"):
+        stacked = probabilistic_gae(**stacked_inputs, gamma=0.99, gae_lambda=0.95, variant=variant)
+        for part in stacked:
+            assert part.transpose(0, 1).is_contiguous()
+        for k, rollout in enumerate(rollouts):
+            alone = probabilistic_gae(**rollout, gamma=0.99, gae_lambda=0.95, variant=variant)
+            for stacked_part, alone_part in zip(stacked, alone):
+                assert torch.equal(stacked_part[:, k], alone_part), variant
+
+
 def test_probabilistic_gae_without_episode_ends_matches_infinite_sum_formula():
     # One long episode, constant value variance v: S_t -> v * q / (1 - q), q = (gamma lambda)^2, far from the
     # buffer end, so EPPO_cor's variance tends to v (1 + ((1 - lambda)/lambda)^2 q / (1 - q)).
@@ -246,8 +268,8 @@ def test_ucb_bonus_is_added_before_the_returns_as_in_algorithm_1():
 
 @pytest.mark.parametrize("transform", ["softplus", "exp"])
 def test_critic_constraints_hold_for_saturated_head_in_float32(transform):
-    critic = EvidentialCritic(obs_dim=3, hidden_dim=8, transform=transform)
-    obs = torch.randn(5, 3)
+    critic = EvidentialCritic(obs_dim=3, hidden_dim=8, generators=_generators(0, 1), transform=transform)
+    obs = torch.randn(2, 5, 3)
     for head_bias in (-200.0, 0.0, 200.0):
         with torch.no_grad():
             critic.head.weight.zero_()
@@ -266,14 +288,14 @@ def test_critic_constraints_hold_for_saturated_head_in_float32(transform):
 
 
 def test_critic_features_are_last_hidden_activation():
-    critic = EvidentialCritic(obs_dim=4, hidden_dim=16)
-    obs = torch.randn(7, 4)
+    critic = EvidentialCritic(obs_dim=4, hidden_dim=16, generators=_generators(0, 1, 2))
+    obs = torch.randn(3, 7, 4)
     activations = critic.hidden_activations(obs)
-    assert [a.shape for a in activations] == [torch.Size([7, 16])] * 2
+    assert [a.shape for a in activations] == [torch.Size([3, 7, 16])] * 2
     assert all((a >= 0).all() for a in activations)  # post-ReLU
     torch.testing.assert_close(critic.features(obs), activations[-1])
     outputs = critic(obs)
-    assert len(outputs) == 4 and all(o.shape == (7,) for o in outputs)
+    assert len(outputs) == 4 and all(o.shape == (3, 7) for o in outputs)
 
 
 @pytest.fixture
@@ -285,13 +307,39 @@ def single_thread():
     torch.set_num_threads(previous)
 
 
+@pytest.mark.parametrize("transform, init_modes", [("softplus", None), ("exp", (4.0, 4.0, 4.0))])
+def test_a_seed_of_the_stacked_critic_does_not_depend_on_the_seeds_beside_it(transform, init_modes, single_thread):
+    """Seed 8's evidence, NIG loss terms, gradients and head shares are bit-identical alone, at position 0 and at
+    position 1 of a two-seed critic; 37 samples put the seeds' slices off the CPU's vector width (the transforms and
+    the NLL's log, log1p and lgamma must not round a seed's elements by their place in the stacked tensor)."""
+    data = torch.Generator().manual_seed(0)
+    obs, y = torch.randn(37, 5, generator=data), 5.0 * torch.randn(37, generator=data)
+    other_obs, other_y = torch.randn(37, 5, generator=data), 5.0 * torch.randn(37, generator=data)
+    results = []
+    for seeds in ((8,), (8, 3), (3, 8)):
+        critic = EvidentialCritic(obs_dim=5, hidden_dim=16, generators=_generators(*seeds), transform=transform,
+                                  init_modes=init_modes)
+        position = seeds.index(8)
+        batch_obs = torch.stack([obs if seed == 8 else other_obs for seed in seeds])
+        batch_y = torch.stack([y if seed == 8 else other_y for seed in seeds])
+        evidence = critic(batch_obs)
+        losses = evidential_critic_loss(batch_y, *evidence, "nll", 0.01)
+        losses[0].sum().backward()  # as the script: summed over seeds, each seed's gradient is its own loss's
+        shares = head_gradient_shares(critic.head.weight.grad, critic.head.bias.grad[:, 0])
+        results.append([t.detach()[position] for t in (*evidence, *losses, shares)]
+                       + [p.grad[position] for p in critic.parameters()])
+    for other in results[1:]:
+        for alone, beside in zip(results[0], other):
+            assert torch.equal(alone, beside)
+
+
 def test_critic_learns_noisy_regression(single_thread):
     # y = sin(x) + N(0, 0.1^2): omega must approach sin(x) and the NLL must fall.
     torch.manual_seed(0)
-    x = torch.linspace(-3, 3, 128).unsqueeze(-1)
+    x = torch.linspace(-3, 3, 128).reshape(1, 128, 1)  # one seed
     target = torch.sin(x).squeeze(-1)
-    y = target + 0.1 * torch.randn(128)
-    critic = EvidentialCritic(obs_dim=1, hidden_dim=64)
+    y = target + 0.1 * torch.randn(1, 128)
+    critic = EvidentialCritic(obs_dim=1, hidden_dim=64, generators=_generators(0))
     optimizer = torch.optim.Adam(critic.parameters(), lr=3e-3)
 
     def losses():
@@ -392,28 +440,45 @@ def test_tiny_run_of_each_variant(variant, kappa, extra, tmp_path):
                                np.array(tags["losses/nll"]) + 0.01 * np.array(tags["losses/hyperprior"]), rtol=1e-5)
 
 
+def test_each_seed_logs_its_own_evidence(tmp_path):
+    """--num-seeds 2: every seed's run directory gets the evidential/ and loss tags of its own agent, bit-identical
+    to what a one-seed run of that seed logs (seed 2 sits at position 1 of the group), and not its neighbour's."""
+    group = run_script("eppo_continuous.py", tmp_path / "group" / "seed{seed}", "--seed", "1", "--num-seeds", "2")
+    alone = run_script("eppo_continuous.py", tmp_path / "alone", "--seed", "2")
+    assert group.returncode == 0, group.stderr[-3000:]
+    assert alone.returncode == 0, alone.stderr[-3000:]
+    tags = {name: _scalar_tags(tmp_path / name) for name in ("group/seed1", "group/seed2", "alone")}
+    for tag in EVIDENTIAL_TAGS:
+        assert len(tags["alone"][tag]) == 3, tag
+        assert tags["group/seed2"][tag] == tags["alone"][tag], tag
+    assert tags["group/seed1"]["evidential/omega"] != tags["group/seed2"]["evidential/omega"]
+    assert tags["group/seed1"]["losses/nll"] != tags["group/seed2"]["losses/nll"]
+
+
 # ---- The control (--critic-loss mse), the instrumentation and the open choices (docs/eppo_open_choices.md) ----
 
 
 def _critic_and_batch(seed=0, **critic_kwargs):
-    torch.manual_seed(seed)
-    critic = EvidentialCritic(obs_dim=5, hidden_dim=16, **critic_kwargs)
-    return critic, torch.randn(32, 5), 3.0 * torch.randn(32)
+    """A one-seed critic with a minibatch of 32 observations and targets, (1, 32, 5) and (1, 32)."""
+    generator = torch.Generator().manual_seed(seed + 1000)
+    critic = EvidentialCritic(obs_dim=5, hidden_dim=16, generators=_generators(seed), **critic_kwargs)
+    return critic, torch.randn(1, 32, 5, generator=generator), 3.0 * torch.randn(1, 32, generator=generator)
 
 
 def test_mse_critic_loss_is_ppos_and_leaves_the_evidence_rows_without_gradient():
     critic, obs, y = _critic_and_batch()
     omega, nu, alpha, beta = critic(obs)
     loss, nll, negative_log_prior = evidential_critic_loss(y, omega, nu, alpha, beta, "mse", 0.01)
-    torch.testing.assert_close(loss, ((omega - y) ** 2).mean())  # ppo_continuous.py's value loss (Algorithm 1)
-    torch.testing.assert_close(nll, nig_nll(y, omega, nu, alpha, beta).mean())  # still logged
-    loss.backward()
-    assert torch.all(critic.head.weight.grad[1:] == 0) and torch.all(critic.head.bias.grad[1:] == 0)
-    assert critic.head.weight.grad[0].abs().sum() > 0
-    assert head_gradient_shares(critic.head.weight.grad, critic.head.bias.grad).tolist() == [1.0, 0.0, 0.0, 0.0]
+    torch.testing.assert_close(loss, ((omega - y) ** 2).mean(-1))  # ppo_continuous.py's value loss (Algorithm 1)
+    torch.testing.assert_close(nll, nig_nll(y, omega, nu, alpha, beta).mean(-1))  # still logged
+    loss.sum().backward()
+    assert torch.all(critic.head.weight.grad[:, 1:] == 0) and torch.all(critic.head.bias.grad[..., 1:] == 0)
+    assert critic.head.weight.grad[:, 0].abs().sum() > 0
+    shares = head_gradient_shares(critic.head.weight.grad, critic.head.bias.grad[:, 0])
+    assert shares.tolist() == [[1.0, 0.0, 0.0, 0.0]]
     # The evidential loss does move every row.
     critic.zero_grad()
-    evidential_critic_loss(y, *critic(obs), "nll", 0.01)[0].backward()
+    evidential_critic_loss(y, *critic(obs), "nll", 0.01)[0].sum().backward()
     assert torch.all(critic.head.weight.grad.abs().sum(-1) > 0)
 
 
@@ -421,12 +486,12 @@ def test_mse_critic_loss_is_ppos_and_leaves_the_evidence_rows_without_gradient()
 def test_hyperprior_reduction_matches_its_definition(reduction):
     """L = mean NLL + w mean(-log p) equals each reduction written out with sums (Algorithm 1 uses 1/T sums)."""
     critic, obs, y = _critic_and_batch(1)
-    xi, m = 0.01, len(y)
+    xi, m = 0.01, y.shape[-1]
     evidence = critic(obs)
     nll_i, log_p_i = nig_nll(y, *evidence), nig_log_hyperprior(*evidence)
-    reference = {"mean": nll_i.sum() / m - xi * log_p_i.sum() / m,
-                 "sum": nll_i.sum() / m - xi * log_p_i.sum(),
-                 "once": (nll_i.sum() - xi * log_p_i.mean()) / m}[reduction]
+    reference = {"mean": nll_i.sum(-1) / m - xi * log_p_i.sum(-1) / m,
+                 "sum": nll_i.sum(-1) / m - xi * log_p_i.sum(-1),
+                 "once": (nll_i.sum(-1) - xi * log_p_i.mean(-1)) / m}[reduction]
     loss, nll, negative_log_prior = evidential_critic_loss(y, *evidence, "nll", hyperprior_weight(xi, reduction, m))
     torch.testing.assert_close(loss, reference)
     torch.testing.assert_close(loss, nll + hyperprior_weight(xi, reduction, m) * negative_log_prior)
@@ -447,19 +512,24 @@ def test_head_gradient_shares_match_the_pre_activation_gradients():
     # Brute force: row k's gradient is sum_i g_ik (h_i, 1) for the gradients g at the head's outputs.
     critic, obs, y = _critic_and_batch(2)
     features = critic.trunk(obs).detach()
-    pre_activations = critic.head(features)
+    pre_activations = critic.head(features)  # (1, 32, 4)
     pre_activations.retain_grad()
     omega, raw_nu, raw_alpha, raw_beta = pre_activations.unbind(-1)
     nu, beta = F.softplus(raw_nu) + EVIDENCE_FLOOR, F.softplus(raw_beta) + EVIDENCE_FLOOR
     alpha = F.softplus(raw_alpha) + 1 + EVIDENCE_FLOOR
     evidential_critic_loss(y, omega, nu, alpha, beta, "nll", 0.01)[0].backward()
-    g = pre_activations.grad.double()
-    expected = ((g.T @ features.double()) ** 2).sum(-1) + g.sum(0) ** 2
+    g = pre_activations.grad[0].double()
+    expected = ((g.T @ features[0].double()) ** 2).sum(-1) + g.sum(0) ** 2
     expected = expected / expected.sum()
-    shares = head_gradient_shares(critic.head.weight.grad, critic.head.bias.grad)
+    shares = head_gradient_shares(critic.head.weight.grad, critic.head.bias.grad[:, 0])[0]
     np.testing.assert_allclose(shares.double().numpy(), expected.numpy(), rtol=1e-4, atol=1e-7)
     assert math.isclose(shares.sum().item(), 1.0, rel_tol=1e-6)
     assert head_gradient_shares(torch.zeros(4, 3), torch.zeros(4)).tolist() == [0.0] * 4
+    # With a seed axis every seed's shares are its own: a zero gradient beside a nonzero one stays all 0.
+    stacked = head_gradient_shares(torch.stack([torch.zeros(4, 16), critic.head.weight.grad[0]]),
+                                   torch.stack([torch.zeros(4), critic.head.bias.grad[0, 0]]))
+    assert stacked[0].tolist() == [0.0] * 4
+    torch.testing.assert_close(stacked[1], shares, rtol=0, atol=0)
 
 
 def test_student_t_scale_is_the_marginals_scale():
@@ -511,16 +581,18 @@ def test_gamma_mode_is_the_argmax_of_the_density():
 
 @pytest.mark.parametrize("transform", ["softplus", "exp"])
 def test_prior_mode_init_starts_the_evidence_at_the_hyperpriors_modes(transform):
-    torch.manual_seed(5)
-    default = EvidentialCritic(obs_dim=5, hidden_dim=16, transform=transform)
-    torch.manual_seed(5)
-    critic = EvidentialCritic(obs_dim=5, hidden_dim=16, transform=transform, init_modes=(4.0, 4.0, 4.0))
+    default = EvidentialCritic(obs_dim=5, hidden_dim=16, generators=_generators(5, 6), transform=transform)
+    critic = EvidentialCritic(obs_dim=5, hidden_dim=16, generators=_generators(5, 6), transform=transform,
+                              init_modes=(4.0, 4.0, 4.0))
     # Same random draws as the default init: omega's row is unchanged, the evidence rows are scaled down.
-    torch.testing.assert_close(critic.head.weight[0], default.head.weight[0], rtol=0, atol=0)
-    torch.testing.assert_close(critic.head.weight[1:], PRIOR_MODE_WEIGHT_SCALE * default.head.weight[1:])
+    torch.testing.assert_close(critic.head.weight[:, 0], default.head.weight[:, 0], rtol=0, atol=0)
+    torch.testing.assert_close(critic.head.weight[:, 1:], PRIOR_MODE_WEIGHT_SCALE * default.head.weight[:, 1:])
     torch.testing.assert_close(critic.trunk[0].weight, default.trunk[0].weight, rtol=0, atol=0)
+    # Both seeds' biases are set (and seed 0's omega row and bias stay the default's).
+    torch.testing.assert_close(critic.head.bias[1], critic.head.bias[0], rtol=0, atol=0)
+    assert critic.head.bias[0, 0, 0].item() == default.head.bias[0, 0, 0].item()
     # The bias alone gives the modes, where the gamma hyperpriors' log densities have zero gradient.
-    bias = critic.head.bias.detach()[1:]
+    bias = critic.head.bias.detach()[0, 0, 1:]
     nu, alpha, beta = (evidence_transform(b, transform) + EVIDENCE_FLOOR for b in bias)
     alpha = alpha + 1.0
     for value, expected in ((nu, 4.0), (alpha, 5.0), (beta, 4.0)):
@@ -530,7 +602,7 @@ def test_prior_mode_init_starts_the_evidence_at_the_hyperpriors_modes(transform)
     for parameter in evidence[1:]:
         assert abs(parameter.grad.item()) < 1e-5
     # With the small weights every state starts near the modes.
-    _, nu, alpha, beta = critic(torch.randn(64, 5))
+    _, nu, alpha, beta = critic(torch.randn(2, 64, 5))
     for value, expected in ((nu, 4.0), (alpha, 5.0), (beta, 4.0)):
         assert (value - expected).abs().max().item() < 0.2
 
@@ -541,9 +613,9 @@ def test_every_script_has_the_same_reward_normalization_switch():
 
     block = """                return_rms.update(discounted_return)
                 if args.norm_reward:
-                    scaled_reward = rewards_buffer[step] / np.sqrt(return_rms.var + 1e-8)
-                    rewards_buffer[step] = np.minimum(np.maximum(scaled_reward, -args.normalization_clip),
-                                                      args.normalization_clip)
+                    scaled_reward = rewards_buffer[:, step] / np.sqrt(return_rms.var + 1e-8)
+                    rewards_buffer[:, step] = np.minimum(np.maximum(scaled_reward, -args.normalization_clip),
+                                                         args.normalization_clip)
 """
     for script in ("ppo_continuous.py", "eppo_continuous.py", "pfo_continuous.py", "cb_continuous.py",
                    "ppo_drnd_continuous.py"):
@@ -551,7 +623,7 @@ def test_every_script_has_the_same_reward_normalization_switch():
             source = f.read()
         assert source.count(block) == 1, script
         assert source.count("    norm_reward: bool = True\n") == 1, script
-        assert source.count("args.norm_reward") == 1, script
+        assert source.count("if args.norm_reward:") == 1, script  # the only switch on the rewards
 
 
 def _first_update(tags, tag):
