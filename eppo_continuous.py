@@ -622,7 +622,10 @@ def ucb_advantages_and_returns(advantages: torch.Tensor, advantage_stds: torch.T
 
 
 def normalize_advantages(advantages: torch.Tensor) -> torch.Tensor:
-    """(A - mean) / (std + 1e-8) over the samples (last axis) of each seed: Algorithm 1, line 19."""
+    """(A - mean) / (std + 1e-8) over the samples (last axis) of each seed: Algorithm 1, line 19. Each seed's row
+    is made contiguous first: a reduction over a strided row rounds differently, which would tie a seed's
+    result to the layout of the tensor it shares with other seeds."""
+    advantages = advantages.contiguous()
     return (advantages - advantages.mean(-1, keepdim=True)) / (advantages.std(-1, keepdim=True) + 1e-8)
 
 

@@ -8,15 +8,15 @@
 #   bash scripts/gpu_check.sh [OUT_DIR]      (default: runs/gpu_check; the table is OUT_DIR/table.md)
 #
 # Environment knobs: GPU_CHECK_STEPS (steps per seed in the benchmarks, default 4096), GPU_CHECK_SEEDS
-# (default "1 4 16 32"), GPU_CHECK_CPU_SEEDS (default "1 4 16"; the CPU at 32 seeds takes minutes).
+# (CUDA rows, default "1 4 16 32 16:4 32:8", SEEDS:ENV_THREADS), GPU_CHECK_CPU_SEEDS (default "1 4 16 32").
 set -u
 cd "$(dirname "$0")/.."
 out=${1:-runs/gpu_check}
-mkdir -p "$out"
+mkdir -p "$out/tiny"
 python=${PYTHON:-python3}
 steps=${GPU_CHECK_STEPS:-4096}
-seeds_list=${GPU_CHECK_SEEDS:-"1 4 16 32"}
-cpu_seeds_list=${GPU_CHECK_CPU_SEEDS:-"1 4 16"}
+seeds_list=${GPU_CHECK_SEEDS:-"1 4 16 32 16:4 32:8"}
+cpu_seeds_list=${GPU_CHECK_CPU_SEEDS:-"1 4 16 32"}
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 tiny=(--env-id HalfCheetah-v5 --experiment paralysis --strategy back-one --steps-per-task 256 --num-tasks 2
       --num-steps 128 --minibatch-size 64 --update-epochs 2 --eval-frequency 128 --eval-episodes 2
@@ -61,27 +61,28 @@ fi
 
 echo "== 3. steps/s ($steps steps per seed, --experiment none; raw = the bare simulator in the same process)"
 table="$out/table.md"
-echo "| env | device | seeds | train steps/s (all seeds) | per seed | raw simulator steps/s | train / raw |" >"$table"
-echo "|---|---|---|---|---|---|---|" >>"$table"
-bench() {  # env device seeds -> one table row
-    local env=$1 device=$2 k=$3 flag
+echo "| env | device | seeds | env threads | train steps/s (all seeds) | per seed | raw simulator steps/s | train / raw |" >"$table"
+echo "|---|---|---|---|---|---|---|---|" >>"$table"
+bench() {  # env device seeds[:env_threads] -> one table row
+    local env=$1 device=$2 k=${3%%:*} threads=1 flag
+    [[ $3 == *:* ]] && threads=${3#*:}
     [[ $device == cuda ]] && flag=--cuda || flag=--no-cuda
     local text
     text=$($python scripts/benchmark_sps.py ppo_continuous.py --env-id "$env" --steps "$steps" --raw-steps 10000 \
-        --num-seeds "$k" -- "$flag" 2>/dev/null)
+        --num-seeds "$k" -- "$flag" --env-threads "$threads" 2>/dev/null)
     local raw train per_seed
     raw=$(sed -n 's/^raw env SPS *\([0-9,]*\).*/\1/p' <<<"$text")
     train=$(sed -n 's/^train SPS *\([0-9,]*\) in aggregate.*/\1/p' <<<"$text")
     per_seed=$(sed -n 's/.*aggregate, \([0-9,]*\) per seed.*/\1/p' <<<"$text")
     ratio=$(sed -n 's/^train \/ raw *\([0-9.]*\).*/\1/p' <<<"$text")
-    echo "| $env | $device | $k | ${train:-FAILED} | $per_seed | $raw | $ratio |"
+    echo "| $env | $device | $k | $threads | ${train:-FAILED} | $per_seed | $raw | $ratio |"
 }
 # CPU rows run side by side (one core each, the machine has 16); CUDA rows one after another (one GPU)
 cpu_rows=()
 for env in HalfCheetah-v5 Ant-v5; do
     for k in $cpu_seeds_list; do
-        bench "$env" cpu "$k" >"$out/row_cpu_${env}_$k" &
-        cpu_rows+=("$out/row_cpu_${env}_$k")
+        bench "$env" cpu "$k" >"$out/row_cpu_${env}_${k/:/_}" &
+        cpu_rows+=("$out/row_cpu_${env}_${k/:/_}")
     done
 done
 for env in HalfCheetah-v5 Ant-v5; do
