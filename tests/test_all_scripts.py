@@ -144,11 +144,12 @@ def test_preempted_and_resumed_run_equals_straight_run(script, tmp_path):
 @pytest.mark.parametrize("script", SCRIPTS)
 def test_a_seed_does_not_depend_on_the_seeds_beside_it(script, tmp_path):
     """Seed 1 gives bit-identical evaluations and networks at position 0 of a group of two (--seed 1), at
-    position 1 (--seed 0) and alone (--num-seeds 1); the odd evaluation count (3) and minibatch (32) put its
-    slices of stacked tensors at misaligned offsets."""
+    position 1 (--seed 0, envs stepped from two threads) and alone (--num-seeds 1); the odd evaluation count (3)
+    and minibatch (32) put its slices of stacked tensors at misaligned offsets."""
     flags = ["--eval-episodes", "3", "--minibatch-size", "32", *RESUME_METHOD_FLAGS.get(script, [])]
-    for name, seed, num_seeds in (("first", 1, 2), ("second", 0, 2), ("alone", 1, 1)):
-        result = run_script(script, tmp_path / name / "seed{seed}", "--seed", seed, "--num-seeds", num_seeds, *flags)
+    for name, seed, num_seeds, threads in (("first", 1, 2, 1), ("second", 0, 2, 2), ("alone", 1, 1, 1)):
+        result = run_script(script, tmp_path / name / "seed{seed}", "--seed", seed, "--num-seeds", num_seeds,
+                            "--env-threads", threads, *flags)
         assert result.returncode == 0, result.stderr[-3000:]
     assert_same_seed_outputs(tmp_path / "first" / "seed1", tmp_path / "second" / "seed1")
     assert_same_seed_outputs(tmp_path / "first" / "seed1", tmp_path / "alone" / "seed1")
