@@ -69,7 +69,7 @@ bench() {  # env device seeds[:env_threads] -> one table row
     [[ $device == cuda ]] && flag=--cuda || flag=--no-cuda
     local text
     text=$($python scripts/benchmark_sps.py ppo_continuous.py --env-id "$env" --steps "$steps" --raw-steps 10000 \
-        --num-seeds "$k" -- "$flag" --env-threads "$threads" 2>/dev/null)
+        --num-seeds "$k" -- "$flag" --env-threads "$threads" --eval-episodes 2 2>/dev/null)
     local raw train per_seed
     raw=$(sed -n 's/^raw env SPS *\([0-9,]*\).*/\1/p' <<<"$text")
     train=$(sed -n 's/^train SPS *\([0-9,]*\) in aggregate.*/\1/p' <<<"$text")
