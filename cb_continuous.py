@@ -34,9 +34,12 @@ What differs from CleanRL's ``ppo_continuous_action.py`` and why:
   serve a leading seed axis. On the CPU a seed's results do not depend on K or on its position in the batch.
 """
 
+import contextlib
 import copy
 import csv
 import dataclasses
+import io
+import itertools
 import json
 import math
 import os
@@ -46,6 +49,7 @@ import subprocess
 import sys
 import time
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Literal, Optional
 
@@ -67,7 +71,7 @@ CHECKPOINT_FORMAT = 2  # 2: every tensor of the per-seed state has a leading see
 # Args that may change between a run and its resumption without changing the experiment (a seed's results do
 # not depend on the other seeds trained beside it, so the group it runs in may change too).
 RESUME_IGNORED_ARGS = ("overwrite", "cuda", "track", "wandb_project_name", "wandb_entity", "max_nonfinite_skips",
-                       "num_seeds", "run_dir")
+                       "num_seeds", "run_dir", "env_threads")
 # From this many seeds per process up, the default (`--cuda` not given explicitly) trains on CUDA when it is
 # available: below it one CPU core is faster (docs/batched-seeds.md has the measurements).
 CUDA_MIN_SEEDS = 8
@@ -117,7 +121,10 @@ class Args:
     max_episode_steps: int = 1000
     """episode length limit (truncation) for training and evaluation"""
     num_envs: int = 1
-    """the number of parallel training environments (stepped in this process)"""
+    """the number of parallel training environments per seed (stepped in this process)"""
+    env_threads: int = 1
+    """step the environments of all seeds from this many threads (MuJoCo releases the GIL in mj_step); results
+    do not depend on it; 1 steps them in the main thread"""
 
     # Evaluation, checkpoints and outputs
     eval_frequency: int = 20000
@@ -657,6 +664,19 @@ def stack_seeds(states: list):
     return first
 
 
+def step_envs(env_index: list, actions: np.ndarray, pool: Optional[ThreadPoolExecutor] = None, threads: int = 1) -> list:
+    """``env.step`` of every (seed k, env i, env) of ``env_index`` with action ``actions[k, i]``, in that order.
+    With a thread pool, thread j steps entries j, j + threads, ...: each env is stepped by one thread with its
+    own model and data, so the results do not depend on the number of threads."""
+    if pool is None:
+        return [env.unwrapped.step(actions[k, i]) for k, i, env in env_index]
+    shares = pool.map(lambda j: [env.unwrapped.step(actions[k, i]) for k, i, env in env_index[j::threads]], range(threads))
+    transitions = [None] * len(env_index)
+    for j, share in enumerate(shares):
+        transitions[j::threads] = share
+    return transitions
+
+
 def evaluation_steps(steps_per_task: int, num_tasks: int, eval_frequency: int) -> list:
     """Global steps at which the paper evaluates: 0, every eval_frequency steps, and the last step of every task."""
     total = steps_per_task * num_tasks
@@ -670,7 +690,7 @@ def evaluated_task(global_step: int, steps_per_task: int) -> int:
 
 
 def evaluate_policy(actor: Actor, eval_envs: list, task: int, obs_rms: RunningMeanStd, args: Args, seeds: list,
-                    device, max_states: int = 0):
+                    device, max_states: int = 0, pool: Optional[ThreadPoolExecutor] = None):
     """Run one episode per evaluation env with the deterministic (mean) action, on ``task``, with the observation
     statistics frozen. ``eval_envs[k][i]`` is seed ``seeds[k]``'s env i, reset with seeds[k] + 100 + i (paper,
     Appendix B), so an evaluation is a function of the policy and the statistics only; all seeds' episodes share
@@ -697,8 +717,9 @@ def evaluate_policy(actor: Actor, eval_envs: list, task: int, obs_rms: RunningMe
                 for k in range(num_seeds):
                     visited[k].append(obs_norm[k][running[k]])
             actions = np.clip(actor(torch.from_numpy(obs_norm).to(device)).cpu().numpy(), low, high)
-            for k, i in zip(*np.nonzero(running)):
-                obs[k, i], reward, terminated, _, _ = eval_envs[k][i].unwrapped.step(actions[k, i])
+            env_index = [(k, i, eval_envs[k][i]) for k, i in zip(*np.nonzero(running))]
+            for (k, i, _), (obs[k, i], reward, terminated, _, _) in zip(
+                    env_index, step_envs(env_index, actions, pool, args.env_threads)):
                 returns[k, i] += reward
                 lengths[k, i] += 1
                 running[k, i] = not terminated and lengths[k, i] < args.max_episode_steps
@@ -712,7 +733,7 @@ def validate_args(args: Args) -> None:
     schedule_length = len(nonstationary_envs.task_schedule(args.env_id, args.experiment, args.strategy))
     positive = ["steps_per_task", "num_steps", "num_envs", "minibatch_size", "update_epochs", "eval_frequency",
                 "eval_episodes", "max_episode_steps", "max_nonfinite_skips", "save_states_every", "hidden_dim",
-                "plasticity_states", "torch_threads", "num_seeds"]
+                "plasticity_states", "torch_threads", "num_seeds", "env_threads"]
     for name in positive:
         if getattr(args, name) < 1:
             raise ValueError(f"--{name.replace('_', '-')} must be a positive integer, got {getattr(args, name)}")
@@ -922,14 +943,24 @@ def parse_args(argv: list) -> Args:
     if error:
         print(f"error: {error}", file=sys.stderr)
         sys.exit(EXIT_INVALID_CONFIG)
+    tyro_errors = io.StringIO()
     try:
         try:
-            return tyro.cli(Args, args=argv)
+            with contextlib.redirect_stderr(tyro_errors):
+                return tyro.cli(Args, args=argv)
         finally:
             sys.stdout.flush()
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing more may reach the closed pipe
         sys.exit(0)
+    except SystemExit as exit_status:
+        if exit_status.code in (0, None):
+            raise
+        # tyro's error is a box of several lines: keep its message, on one line
+        lines = [line.strip("╭╮╰╯│ ") for line in tyro_errors.getvalue().splitlines()[1:]]
+        message = " ".join(itertools.takewhile(lambda line: not set(line) <= set("─"), lines))
+        print(f"error: {' '.join(message.split())} (`--help` lists the flags)", file=sys.stderr)
+        sys.exit(EXIT_INVALID_CONFIG)
 
 
 if __name__ == "__main__":
@@ -1118,7 +1149,7 @@ if __name__ == "__main__":
         task = evaluated_task(step, args.steps_per_task)
         measure_plasticity = step == 0 or step % args.steps_per_task == 0
         returns, lengths, visited = evaluate_policy(actor, eval_envs, task, obs_rms, args, seeds, device,
-                                                    args.plasticity_states if measure_plasticity else 0)
+                                                    args.plasticity_states if measure_plasticity else 0, env_pool)
         for k in range(num_seeds):
             evaluations_logs[k].write([step, task, returns.shape[1], returns[k].mean(), returns[k].std(),
                                        returns[k].min(), returns[k].max()])
@@ -1180,6 +1211,7 @@ if __name__ == "__main__":
     terminations_buffer = np.zeros((num_seeds, args.num_steps, args.num_envs), np.float32)
     dones_buffer = np.zeros((num_seeds, args.num_steps, args.num_envs), np.float32)
     env_index = [(k, i, env) for k, seed_envs in enumerate(envs) for i, env in enumerate(seed_envs)]
+    env_pool = ThreadPoolExecutor(args.env_threads) if args.env_threads > 1 else None
     seed_rows = torch.arange(num_seeds, device=device)[:, None]  # gathers each seed's own minibatch
 
     eval_points = [s for s in evaluation_steps(args.steps_per_task, num_tasks, args.eval_frequency) if s > global_step]
@@ -1226,8 +1258,8 @@ if __name__ == "__main__":
                 actions_buffer[:, step] = action
                 clipped_action = np.minimum(np.maximum(action, action_low), action_high)  # np.clip's wrapper costs ~10 us
                 global_step += args.num_envs
-                for k, i, env in env_index:
-                    next_raw_obs, reward, terminated, _, _ = env.unwrapped.step(clipped_action[k, i])
+                for (k, i, env), (next_raw_obs, reward, terminated, _, _) in zip(
+                        env_index, step_envs(env_index, clipped_action, env_pool, args.env_threads)):
                     episode_return[k, i] += reward
                     episode_length[k, i] += 1
                     # gymnasium's NormalizeReward: scale by the std of the discounted return, reset only on termination
@@ -1435,6 +1467,8 @@ if __name__ == "__main__":
                 next_checkpoint += args.checkpoint_frequency
 
     progress.close()
+    if env_pool is not None:
+        env_pool.shutdown()
     timers["wall"] += time.perf_counter() - wall_mark
     train_time = timers["wall"] - timers["eval"] - timers["plasticity"]
     if exit_code == 0:
