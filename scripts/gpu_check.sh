@@ -32,7 +32,10 @@ for script in ppo_continuous.py eppo_continuous.py pfo_continuous.py cb_continuo
     for k in 1 4; do
         dir="$out/tiny/${script%.py}_k$k"
         rm -rf "$dir"
-        $python "$script" "${tiny[@]}" --cuda --num-seeds "$k" --run-dir "$dir/seed{seed}" >"$dir.log" 2>&1 &
+        method_flags=()  # CB: replace units in the tiny run too
+        [[ $script == cb_continuous.py ]] && method_flags=(--maturity-threshold 2 --replacement-rate 0.05)
+        $python "$script" "${tiny[@]}" "${method_flags[@]}" --cuda --num-seeds "$k" --run-dir "$dir/seed{seed}" \
+            >"$dir.log" 2>&1 &
         pids+=("$!:$script:$k:$dir")
     done
 done
