@@ -965,10 +965,16 @@ if __name__ == "__main__":
     for k, seed in enumerate(seeds):
         last_eval_return[k] = last_logged_return(os.path.join(run_dirs[seed], "evaluations.csv"))
 
-    print(f"{method_name(args)} on {args.env_id} {args.experiment}/{args.strategy}: {num_tasks} tasks x "
+    print(f"{method_name(args)} on {args.env_id} {args.experiment}"
+          f"{'' if args.experiment == 'none' else '/' + args.strategy}: {num_tasks} task(s) x "
           f"{args.steps_per_task} steps, seed{'s' if num_seeds > 1 else ''} {', '.join(map(str, seeds))} on {device}"
           f"{'' if device.type == 'cuda' or not torch.cuda.is_available() else ' (CUDA from --num-seeds ' + str(CUDA_MIN_SEEDS) + ' or with --cuda)'}")
-    print(f"  task schedule ({args.experiment} parameters per task): {'; '.join(str(p) for p in schedule[:num_tasks])}")
+    describer = eval_envs[0][0]  # an evaluation env: its task is set again before every evaluation
+    descriptions = []
+    for i in range(num_tasks):
+        describer.get_wrapper_attr("set_task")(i)
+        descriptions.append(describer.get_wrapper_attr("task_description")())
+    print(f"  task schedule: {'; '.join(descriptions)}")
     for seed in seeds:
         print(f"  writes {run_dirs[seed]}")
     if checkpoints:
