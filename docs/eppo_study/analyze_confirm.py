@@ -1,0 +1,103 @@
+"""Confirmation table of the EPPO study (docs/eppo_study/README.md): every cell against PPO and the MSE control.
+
+Usage: python docs/eppo_study/analyze_confirm.py docs/eppo_study/confirm
+Reads <root>/<cell>/seed<N>/ (finished runs: summary.json) and prints Markdown:
+- per cell: AULC and Final Return (scripts/summarize.py's definitions), mean ± se over seeds, the IQM with a
+  stratified-bootstrap 95% interval (scripts/summarize.py --robust), per-seed values, and the critic's and actor's
+  plasticity metrics at the last task end (plasticity.csv) and over all task ends;
+- the paper's one-sided paired t-test over seeds (scipy.stats.ttest_rel, alternative="greater") of each cell
+  against PPO (H1: the cell is better) and, for the EPPO_mean cells, of the MSE control against the cell
+  (H1: the evidential loss makes the critic worse), and a two-sided paired test of the control against PPO.
+"""
+
+import csv
+import os
+import sys
+
+import numpy as np
+from scipy import stats
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+from scripts import summarize  # noqa: E402
+
+CELLS = ["PPO", "EPPO_mean_mse", "EPPO_mean", "EPPO_ind_k0.01", "EPPO_mean_xi1", "EPPO_ind_k0.01_xi1"]
+
+
+def cell_runs(root: str, cell: str) -> dict:
+    """seed -> RunRecord of the finished runs of a cell."""
+    directory = os.path.join(root, cell)
+    runs = {}
+    for name in sorted(os.listdir(directory)) if os.path.isdir(directory) else []:
+        run = summarize.load_run(os.path.join(directory, name))
+        if run.complete:
+            runs[int(name[len("seed"):])] = run
+    return runs
+
+
+def plasticity(run_dir: str, last_only: bool) -> dict:
+    """(network, metric) -> value at the last task end, or the mean over the task ends (step 0 excluded)."""
+    with open(os.path.join(run_dir, "plasticity.csv"), newline="") as f:
+        rows = [row for row in csv.DictReader(f) if int(row["global_step"]) > 0]
+    last_step = max(int(row["global_step"]) for row in rows)
+    chosen = [row for row in rows if int(row["global_step"]) == last_step] if last_only else rows
+    values = {}
+    for row in chosen:
+        for metric in ("effective_rank", "stable_rank", "dormant_percent"):
+            values.setdefault((row["network"], metric), []).append(float(row[metric]))
+    return {key: float(np.mean(v)) for key, v in values.items()}
+
+
+def paired_p(better: dict, worse: dict, alternative: str = "greater") -> tuple:
+    seeds = sorted(set(better) & set(worse))
+    if len(seeds) < 2:
+        return float("nan"), len(seeds)
+    return float(stats.ttest_rel([better[s] for s in seeds], [worse[s] for s in seeds],
+                                 alternative=alternative).pvalue), len(seeds)
+
+
+def main(root: str) -> None:
+    runs = {cell: cell_runs(root, cell) for cell in CELLS}
+    metric_values = {cell: {m: {s: getattr(r, m) for s, r in rs.items()} for m in summarize.METRICS}
+                     for cell, rs in runs.items()}
+    for metric in summarize.METRICS:
+        print(f"\n### {summarize.METRIC_LABELS[metric]}\n")
+        print("| cell | n | mean ± se | IQM [95% CI] | vs PPO: p (one-sided, cell > PPO) | "
+              "control vs cell: p (one-sided, control > cell) | per seed |")
+        print("|---|---:|---|---|---|---|---|")
+        for cell in CELLS:
+            values = metric_values[cell][metric]
+            if not values:
+                print(f"| {cell} | 0 | not run | | | | |")
+                continue
+            array = np.array([values[s] for s in sorted(values)])
+            mean, se = summarize.mean_se(array)
+            point, low, high = summarize.bootstrap_interval([array], summarize.iqm, reps=2000, seed=0)
+            p_ppo = "" if cell == "PPO" else "%.3f (n=%d)" % paired_p(values, metric_values["PPO"][metric])
+            if cell == "EPPO_mean_mse":
+                p, n = paired_p(values, metric_values["PPO"][metric], "two-sided")
+                p_control = f"two-sided vs PPO: {p:.3f} (n={n})"
+            elif cell.startswith("EPPO_mean"):
+                p_control = "%.3f (n=%d)" % paired_p(metric_values["EPPO_mean_mse"][metric], values)
+            else:
+                p_control = ""
+            per_seed = ", ".join(f"{s}: {values[s]:.0f}" for s in sorted(values))
+            print(f"| {cell} | {len(array)} | {mean:.0f} ± {se:.0f} | {point:.0f} [{low:.0f}, {high:.0f}] | {p_ppo} | "
+                  f"{p_control} | {per_seed} |")
+    for last_only, label in ((True, "at the last task end"), (False, "mean over the task ends")):
+        print(f"\n### Plasticity {label} (mean ± se over seeds)\n")
+        keys = [(n, m) for n in ("critic", "actor") for m in ("effective_rank", "stable_rank", "dormant_percent")]
+        print("| cell | n | " + " | ".join(f"{n} {m}" for n, m in keys) + " |")
+        print("|---|---:|" + "---|" * len(keys))
+        for cell in CELLS:
+            if not runs[cell]:
+                continue
+            per_run = [plasticity(run.run_dir, last_only) for run in runs[cell].values()]
+            cells = []
+            for key in keys:
+                mean, se = summarize.mean_se(np.array([p[key] for p in per_run]))
+                cells.append(f"{mean:.1f} ± {se:.1f}")
+            print(f"| {cell} | {len(per_run)} | " + " | ".join(cells) + " |")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
