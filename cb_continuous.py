@@ -1326,7 +1326,6 @@ if __name__ == "__main__":
             returns = advantages + values
 
         # ---- Update ----
-        b_old_log_probs = old_log_probs
         b_advantages = advantages.reshape(num_seeds, batch_size)
         b_returns, b_values = returns.reshape(num_seeds, batch_size), values.reshape(num_seeds, batch_size)
         if args.norm_adv:  # Algorithm 1, line 19: normalized over each seed's whole batch, once, after the returns
@@ -1347,7 +1346,7 @@ if __name__ == "__main__":
                 actor_activations = actor.hidden_activations(b_obs[seed_rows, mb])
                 new_log_probs = gaussian_log_prob(b_actions[seed_rows, mb], actor.mean_head(actor_activations[-1]),
                                                   actor.log_std)
-                log_ratio = new_log_probs - b_old_log_probs[seed_rows, mb]
+                log_ratio = new_log_probs - old_log_probs[seed_rows, mb]
                 ratio = log_ratio.exp()
                 with torch.no_grad():
                     old_approx_kl = (-log_ratio).mean(-1)

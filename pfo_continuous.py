@@ -1164,7 +1164,6 @@ if __name__ == "__main__":
             returns = advantages + values
 
         # ---- Update ----
-        b_old_log_probs = old_log_probs
         b_advantages = advantages.reshape(num_seeds, batch_size)
         b_returns, b_values = returns.reshape(num_seeds, batch_size), values.reshape(num_seeds, batch_size)
         if args.norm_adv:  # Algorithm 1, line 19: normalized over each seed's whole batch, once, after the returns
@@ -1183,7 +1182,7 @@ if __name__ == "__main__":
                 features = actor.preactivation_features(b_obs[seed_rows, mb])  # PFO:
                 new_log_probs = gaussian_log_prob(b_actions[seed_rows, mb], actor.mean_from_preactivation(features),
                                                   actor.log_std)
-                log_ratio = new_log_probs - b_old_log_probs[seed_rows, mb]
+                log_ratio = new_log_probs - old_log_probs[seed_rows, mb]
                 ratio = log_ratio.exp()
                 with torch.no_grad():
                     old_approx_kl = (-log_ratio).mean(-1)

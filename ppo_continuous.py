@@ -1130,7 +1130,6 @@ if __name__ == "__main__":
             returns = advantages + values
 
         # ---- Update ----
-        b_old_log_probs = old_log_probs
         b_advantages = advantages.reshape(num_seeds, batch_size)
         b_returns, b_values = returns.reshape(num_seeds, batch_size), values.reshape(num_seeds, batch_size)
         if args.norm_adv:  # Algorithm 1, line 19: normalized over each seed's whole batch, once, after the returns
@@ -1146,7 +1145,7 @@ if __name__ == "__main__":
             for start in range(0, batch_size, args.minibatch_size):
                 mb = permutation[:, start : start + args.minibatch_size]  # (seeds, minibatch): each seed's own
                 new_log_probs = gaussian_log_prob(b_actions[seed_rows, mb], actor(b_obs[seed_rows, mb]), actor.log_std)
-                log_ratio = new_log_probs - b_old_log_probs[seed_rows, mb]
+                log_ratio = new_log_probs - old_log_probs[seed_rows, mb]
                 ratio = log_ratio.exp()
                 with torch.no_grad():
                     old_approx_kl = (-log_ratio).mean(-1)

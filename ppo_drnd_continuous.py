@@ -1339,7 +1339,6 @@ if __name__ == "__main__":
             policy_advantages = args.ext_coef * advantages + args.int_coef * int_advantages  # DRND
 
         # ---- Update ----
-        b_old_log_probs = old_log_probs
         b_advantages = policy_advantages.reshape(num_seeds, batch_size)  # DRND
         # DRND: row 0 extrinsic, row 1 intrinsic: (heads, seeds, samples)
         b_returns = torch.stack([returns, int_returns]).reshape(2, num_seeds, batch_size)
@@ -1358,7 +1357,7 @@ if __name__ == "__main__":
             for start in range(0, batch_size, args.minibatch_size):
                 mb = permutation[:, start : start + args.minibatch_size]  # (seeds, minibatch): each seed's own
                 new_log_probs = gaussian_log_prob(b_actions[seed_rows, mb], actor(b_obs[seed_rows, mb]), actor.log_std)
-                log_ratio = new_log_probs - b_old_log_probs[seed_rows, mb]
+                log_ratio = new_log_probs - old_log_probs[seed_rows, mb]
                 ratio = log_ratio.exp()
                 with torch.no_grad():
                     old_approx_kl = (-log_ratio).mean(-1)
