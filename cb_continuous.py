@@ -239,8 +239,8 @@ class StackedLinear(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if x.is_cuda:
             return torch.baddbmm(self.bias, x, self.weight.transpose(1, 2))
-        if len(x) == 1:  # one seed: the same F.linear, without the splitting and stacking
-            return F.linear(x[0], self.weight[0], self.bias[0, 0]).unsqueeze(0)
+        if len(x) == 1:  # one seed: the same F.linear on views (no splitting, stacking or zero-filled gradients)
+            return F.linear(x.squeeze(0), self.weight.squeeze(0), self.bias.view(-1)).unsqueeze(0)
         outputs = [F.linear(aligned(x_k), aligned(weight_k), bias_k[0])
                    for x_k, weight_k, bias_k in zip(x.unbind(0), self.weight.unbind(0), self.bias.unbind(0))]
         if torch.is_grad_enabled():
@@ -529,7 +529,6 @@ class SeedwiseAdam(optim.Optimizer):
     seeds. A seed's update is thus exactly that of ``optim.Adam(fused=True)`` in a one-seed run. On CUDA one
     kernel steps all seeds while their step counts agree. ``step(stepping)`` steps only the seeds where
     ``stepping`` is True: a skipped seed keeps its parameters, moments and step count.
-    Gradients are kept allocated (zeroed in place by ``zero_grad``) so that the per-seed views stay valid.
     """
 
     def __init__(self, params, lr: float, betas: tuple = (0.9, 0.999), eps: float = 1e-8,
@@ -538,16 +537,16 @@ class SeedwiseAdam(optim.Optimizer):
         self.params = self.param_groups[0]["params"]
         self.num_seeds = len(self.params[0])
         for p in self.params:
-            p.grad = torch.zeros_like(p)
             self.state[p].update(step=torch.zeros(self.num_seeds, device=p.device), exp_avg=torch.zeros_like(p),
                                  exp_avg_sq=torch.zeros_like(p))
         self.lockstep = True  # all seeds have taken the same number of steps
         self._seed_views = None
 
     def seed_views(self) -> list:
-        """Per seed: views of its parameters, gradients, first and second moments and step counts."""
+        """Per seed: views of its parameters, first and second moments and step counts (made once: these tensors
+        live as long as the optimizer; gradients are new tensors after every backward, see seed_gradients)."""
         if self._seed_views is None:
-            tensors = [self.params, [p.grad for p in self.params], [self.state[p]["exp_avg"] for p in self.params],
+            tensors = [self.params, [self.state[p]["exp_avg"] for p in self.params],
                        [self.state[p]["exp_avg_sq"] for p in self.params], [self.state[p]["step"] for p in self.params]]
             with torch.no_grad():
                 self._seed_views = [[[t[k] for t in group] for group in tensors] for k in range(self.num_seeds)]
@@ -559,16 +558,17 @@ class SeedwiseAdam(optim.Optimizer):
         self.lockstep = bool((steps == steps[:, :1]).all())
         self._seed_views = None
 
-    def zero_grad(self, set_to_none: bool = False) -> None:
-        torch._foreach_zero_([p.grad for p in self.params])
+    def seed_gradients(self, k: int) -> list:
+        """Views of seed k's gradients."""
+        return [p.grad[k] for p in self.params]
 
     @torch.no_grad()
     def gradient_norms(self) -> torch.Tensor:
         """Each seed's gradient norm over all of its parameters, as ``clip_grad_norm_`` computes it: (seeds,)."""
         if self.params[0].is_cuda:
             return torch.stack([p.grad.flatten(1).norm(dim=1) for p in self.params], dim=1).norm(dim=1)
-        return torch.stack([torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads)))
-                            for _, grads, *_ in self.seed_views()])
+        return torch.stack([torch.linalg.vector_norm(torch.stack(torch._foreach_norm(self.seed_gradients(k))))
+                            for k in range(self.num_seeds)])
 
     @torch.no_grad()
     def max_abs_gradients(self) -> torch.Tensor:
@@ -580,8 +580,12 @@ class SeedwiseAdam(optim.Optimizer):
         """``clip_grad_norm_`` for each seed separately; returns the per-seed norms before clipping."""
         norms = self.gradient_norms()
         scale = (max_norm / (norms + 1e-6)).clamp(max=1.0)
-        for p in self.params:
-            p.grad.mul_(scale.view(-1, *[1] * (p.ndim - 1)))
+        if self.params[0].is_cuda:
+            for p in self.params:
+                p.grad.mul_(scale.view(-1, *[1] * (p.ndim - 1)))
+        else:
+            for k in range(self.num_seeds):
+                torch._foreach_mul_(self.seed_gradients(k), scale[k])
         return norms
 
     @torch.no_grad()
@@ -598,8 +602,9 @@ class SeedwiseAdam(optim.Optimizer):
             return
         self.lockstep &= stepping is None or bool(stepping.all())
         for k in range(self.num_seeds) if stepping is None else np.flatnonzero(stepping):
-            params, grads, exp_avgs, exp_avg_sqs, steps = self.seed_views()[k]
-            adam_update(params, grads, exp_avgs, exp_avg_sqs, [], steps, fused=True, **hyperparameters)
+            params, exp_avgs, exp_avg_sqs, steps = self.seed_views()[k]
+            adam_update(params, self.seed_gradients(k), exp_avgs, exp_avg_sqs, [], steps, fused=True,
+                        **hyperparameters)
 
 
 class RunningMeanStd:

@@ -134,7 +134,7 @@ def test_seedwise_adam_equals_torch_adam_per_seed_and_skips_exactly():
         stepping = np.array([True, step != 1, True])  # seed 1 skips its second step
         optimizer.zero_grad()
         for p, g in zip(stacked, grads):
-            p.grad += g
+            p.grad = g.clone()
         norms = optimizer.clip_grad_norms_(0.5)
         for k in range(3):
             for p, g in zip(singles[k], grads):
