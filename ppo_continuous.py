@@ -385,21 +385,22 @@ class SeedwiseAdam(optim.Optimizer):
         self._seed_views = None
 
     def seed_gradients(self, k: int) -> list:
-        """Views of seed k's gradients."""
-        return [p.grad[k] for p in self.params]
+        """Views of seed k's gradients (of the parameters that have one)."""
+        return [p.grad[k] for p in self.params if p.grad is not None]
 
     @torch.no_grad()
     def gradient_norms(self) -> torch.Tensor:
         """Each seed's gradient norm over all of its parameters, as ``clip_grad_norm_`` computes it: (seeds,)."""
         if self.params[0].is_cuda:
-            return torch.stack([p.grad.flatten(1).norm(dim=1) for p in self.params], dim=1).norm(dim=1)
+            return torch.stack([p.grad.flatten(1).norm(dim=1) for p in self.params if p.grad is not None],
+                               dim=1).norm(dim=1)
         return torch.stack([torch.linalg.vector_norm(torch.stack(torch._foreach_norm(self.seed_gradients(k))))
                             for k in range(self.num_seeds)])
 
     @torch.no_grad()
     def max_abs_gradients(self) -> torch.Tensor:
         """Each seed's largest absolute gradient entry (the paper's gradient diagnostic): (seeds,)."""
-        return torch.cat([p.grad.flatten(1) for p in self.params], dim=1).abs().amax(dim=1)
+        return torch.cat([p.grad.flatten(1) for p in self.params if p.grad is not None], dim=1).abs().amax(dim=1)
 
     @torch.no_grad()
     def clip_grad_norms_(self, max_norm: float) -> torch.Tensor:
@@ -408,7 +409,8 @@ class SeedwiseAdam(optim.Optimizer):
         scale = (max_norm / (norms + 1e-6)).clamp(max=1.0)
         if self.params[0].is_cuda:
             for p in self.params:
-                p.grad.mul_(scale.view(-1, *[1] * (p.ndim - 1)))
+                if p.grad is not None:
+                    p.grad.mul_(scale.view(-1, *[1] * (p.ndim - 1)))
         else:
             for k in range(self.num_seeds):
                 torch._foreach_mul_(self.seed_gradients(k), scale[k])
@@ -419,16 +421,19 @@ class SeedwiseAdam(optim.Optimizer):
         group = self.param_groups[0]
         hyperparameters = dict(amsgrad=False, beta1=group["betas"][0], beta2=group["betas"][1], lr=group["lr"],
                                weight_decay=0.0, eps=group["eps"], maximize=False)
+        # as torch.optim.Adam, a parameter without a gradient is not stepped
+        stepped = [i for i, p in enumerate(self.params) if p.grad is not None]
         if self.params[0].is_cuda and self.lockstep and stepping is None:
-            states = [self.state[p] for p in self.params]
-            adam_update(self.params, [p.grad for p in self.params], [s["exp_avg"] for s in states],
+            params = [self.params[i] for i in stepped]
+            states = [self.state[p] for p in params]
+            adam_update(params, [p.grad for p in params], [s["exp_avg"] for s in states],
                         [s["exp_avg_sq"] for s in states], [], [s["step"][0] for s in states], fused=True,
                         **hyperparameters)
             torch._foreach_add_([s["step"][1:] for s in states], 1.0)  # the kernel counted seed 0's step only
             return
         self.lockstep &= stepping is None or bool(stepping.all())
         for k in range(self.num_seeds) if stepping is None else np.flatnonzero(stepping):
-            params, exp_avgs, exp_avg_sqs, steps = self.seed_views()[k]
+            params, exp_avgs, exp_avg_sqs, steps = ([views[i] for i in stepped] for views in self.seed_views()[k])
             adam_update(params, self.seed_gradients(k), exp_avgs, exp_avg_sqs, [], steps, fused=True,
                         **hyperparameters)
 

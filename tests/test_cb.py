@@ -257,7 +257,7 @@ def test_seedwise_adam_weight_decay_is_torch_adams_per_seed():
     for _ in range(3):
         gradient = torch.randn(3, 4, 5)
         optimizer.zero_grad()
-        stacked.grad.copy_(gradient)
+        stacked.grad = gradient.clone()
         optimizer.step()
         for k, (p, single_optimizer) in enumerate(zip(singles, single_optimizers)):
             p.grad = gradient[k].clone()

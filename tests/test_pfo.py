@@ -76,7 +76,7 @@ def test_penalty_is_zero_with_zero_gradient_on_the_first_minibatch_and_positive_
     assert first.shape == (2,) and first.max().item() <= 1e-12  # batched and minibatch passes agree to rounding
     optimizer.zero_grad()
     first.sum().backward()
-    assert all(p.grad.abs().max() <= 1e-6 for p in actor.parameters())
+    assert all(p.grad is None or p.grad.abs().max() <= 1e-6 for p in actor.parameters())  # None: not in the penalty
 
     optimizer.zero_grad()
     actor(rollout_obs[seed_rows, minibatch]).pow(2).mean(dim=(1, 2)).sum().backward()  # any step that moves the trunk
@@ -88,7 +88,8 @@ def test_penalty_is_zero_with_zero_gradient_on_the_first_minibatch_and_positive_
     moved.sum().backward()
     with torch.no_grad():
         for p in actor.parameters():
-            p -= 1e-2 * p.grad
+            if p.grad is not None:  # the mean head and log-std are not in the penalty
+                p -= 1e-2 * p.grad
     assert penalty()[0].item() < moved[0].item()
 
 

@@ -181,3 +181,15 @@ def test_importing_the_script_has_no_side_effects(tmp_path, monkeypatch):
     monkeypatch.setattr(sys, "argv", ["ppo_continuous.py", "--help"])
     importlib.reload(ppo)  # would parse --help and exit if the script ran on import
     assert list(tmp_path.iterdir()) == []
+
+
+def test_seedwise_adam_leaves_a_parameter_without_gradient_alone():
+    """As torch.optim.Adam: a parameter that got no gradient is neither clipped nor stepped, nor counted."""
+    used, unused = torch.nn.Parameter(torch.randn(2, 3)), torch.nn.Parameter(torch.randn(2, 3))
+    optimizer = ppo.SeedwiseAdam([used, unused], lr=0.1)
+    before = unused.detach().clone()
+    used.square().sum().backward()
+    optimizer.clip_grad_norms_(0.5)
+    optimizer.step()
+    assert torch.equal(unused.detach(), before) and optimizer.state[unused]["step"].tolist() == [0.0, 0.0]
+    assert optimizer.state[used]["step"].tolist() == [1.0, 1.0] and not torch.equal(used.detach()[0], before[0])
