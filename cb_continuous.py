@@ -86,7 +86,7 @@ class Args:
     num_seeds: int = 1
     """train seeds seed, seed + 1, ..., seed + num_seeds - 1 in this process as independent agents (batched)"""
     torch_deterministic: bool = True
-    """make torch deterministic (`torch.use_deterministic_algorithms`; see README for the CUDA cost)"""
+    """make torch deterministic (`torch.use_deterministic_algorithms`; see docs/long-runs.md for the CUDA cost)"""
     cuda: bool = True
     """use CUDA when it is available and --num-seeds >= CUDA_MIN_SEEDS (faster there, measured); an explicit
     `--cuda` forces CUDA whatever the number of seeds, `--no-cuda` forces the CPU"""
@@ -177,7 +177,7 @@ class Args:
     """scale rewards by the running std of the discounted return and clip them (gymnasium's NormalizeReward; the
     paper never mentions it); --no-norm-reward trains on the raw rewards (the statistics are still updated)"""
 
-    # CB: continual backpropagation (Dohare et al., 2024; EPPO paper, Appendix B: per-setting values in README)
+    # CB: continual backpropagation (Dohare et al., 2024; EPPO paper, Appendix B: per-setting values in docs/baselines.md)
     replacement_rate: float = 1e-4
     """CB: fraction of the eligible (mature) units of each hidden layer replaced per minibatch step"""
     maturity_threshold: int = 1000
@@ -187,7 +187,7 @@ class Args:
     weight_decay: float = 1e-4
     """CB: L2 regularization coefficient (Adam's weight_decay, added to the gradient as in the original code)"""
     reset_optimizer_state: bool = True
-    """CB: zero the Adam moments of a replaced unit's weights (the official RL script skips this; see README)"""
+    """CB: zero the Adam moments of a replaced unit's weights (the official RL script skips this; see docs/baselines.md)"""
 
 
 def method_name(args: Args) -> str:

@@ -121,7 +121,7 @@ class Args:
     num_seeds: int = 1
     """train seeds seed, seed + 1, ..., seed + num_seeds - 1 in this process as independent agents (batched)"""
     torch_deterministic: bool = True
-    """make torch deterministic (`torch.use_deterministic_algorithms`; see README for the CUDA cost)"""
+    """make torch deterministic (`torch.use_deterministic_algorithms`; see docs/long-runs.md for the CUDA cost)"""
     cuda: bool = True
     """use CUDA when it is available and --num-seeds >= CUDA_MIN_SEEDS (faster there, measured); an explicit
     `--cuda` forces CUDA whatever the number of seeds, `--no-cuda` forces the CPU"""
