@@ -1122,7 +1122,7 @@ if __name__ == "__main__":
     # EPPO: the variant and kappa are part of the run name
     run_names = {seed: (f"{args.env_id}__{args.experiment}__{args.strategy}__{args.exp_name}_{args.variant}"
                         f"_kappa{args.kappa}__{seed}") for seed in all_seeds}
-    run_dirs = {seed: (args.run_dir or os.path.join("runs", "{run_name}")).format(seed=seed, run_name=run_names[seed])
+    run_dirs = {seed: (args.run_dir or os.path.join("runs", run_names[seed])).replace("{seed}", str(seed))
                 for seed in all_seeds}
     config_args = {seed: {**dataclasses.asdict(args), "seed": seed} for seed in all_seeds}
     try:

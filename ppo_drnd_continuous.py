@@ -968,7 +968,7 @@ if __name__ == "__main__":
     # Seeds seed, ..., seed + num_seeds - 1; each writes exactly what a run with --num-seeds 1 and its seed writes
     all_seeds = [args.seed + k for k in range(args.num_seeds)]
     run_names = {seed: f"{args.env_id}__{args.experiment}__{args.strategy}__{args.exp_name}__{seed}" for seed in all_seeds}
-    run_dirs = {seed: (args.run_dir or os.path.join("runs", "{run_name}")).format(seed=seed, run_name=run_names[seed])
+    run_dirs = {seed: (args.run_dir or os.path.join("runs", run_names[seed])).replace("{seed}", str(seed))
                 for seed in all_seeds}
     config_args = {seed: {**dataclasses.asdict(args), "seed": seed} for seed in all_seeds}
     try:
