@@ -929,7 +929,7 @@ def foreign_flag_error(argv: list) -> Optional[str]:
         known |= {name, f"no-{name}"}
     here = os.path.dirname(os.path.abspath(__file__))
     for token in argv:
-        if not token.startswith("--") or token[2:].split("=")[0] in known:
+        if not token.startswith("--") or token[2:].split("=")[0].replace("_", "-") in known:
             continue
         flag = token.split("=")[0]
         field = flag[2:].removeprefix("no-").replace("-", "_")
