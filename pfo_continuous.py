@@ -902,6 +902,13 @@ if __name__ == "__main__":
     saved_state_steps = [[] for _ in seeds]
 
     checkpoints = group_checkpoints([run_dirs[seed] for seed in seeds])
+    unusable = [run_dirs[seed] for seed in seeds if not load_checkpoints(run_dirs[seed]) and any(
+        os.path.exists(os.path.join(run_dirs[seed], name)) for name in ("checkpoint.pt", "checkpoint.prev.pt"))]
+    if checkpoints is None and unusable and not args.overwrite:  # never discard what such a run logged
+        print(f"error: --run-dir {', '.join(unusable)} holds checkpoints that cannot be resumed (unreadable, or "
+              "written by another version of this script); pass --overwrite to start the run again",
+              file=sys.stderr)
+        sys.exit(EXIT_INVALID_CONFIG)
     if checkpoints is None:
         for seed in seeds:  # leftovers of an earlier attempt that never wrote a checkpoint
             for name in os.listdir(run_dirs[seed]):

@@ -171,6 +171,22 @@ def test_truncated_checkpoint_falls_back_to_the_previous_one(script, tmp_path):
     assert read_csv(run_dir / "evaluations.csv") == reference
 
 
+def test_unresumable_checkpoints_are_refused_not_discarded(tmp_path):
+    """A run directory whose checkpoints are all unreadable keeps what it logged: exit 2 naming --overwrite."""
+    run_dir = tmp_path / "run"
+    flags = ["--checkpoint-frequency", "128", "--num-tasks", "1"]
+    assert run_script(SCRIPTS[0], run_dir, *flags).returncode == 0
+    os.remove(run_dir / "summary.json")
+    for name in ("checkpoint.pt", "checkpoint.prev.pt"):
+        (run_dir / name).write_bytes(b"not a checkpoint")
+    logged = (run_dir / "evaluations.csv").read_text()
+    refused = run_script(SCRIPTS[0], run_dir, *flags)
+    assert refused.returncode == 2 and "--overwrite" in refused.stderr and "Traceback" not in refused.stderr
+    assert (run_dir / "evaluations.csv").read_text() == logged
+    restarted = run_script(SCRIPTS[0], run_dir, *flags, "--overwrite")
+    assert restarted.returncode == 0 and (run_dir / "evaluations.csv").read_text() == logged  # deterministic replay
+
+
 BAD_INPUTS = [
     (["--env-id", "Walker2d-v5"], "HalfCheetah-v5"),
     (["--env-id", "Ant-v5", "--strategy", "cross-v1"], "cross"),
