@@ -413,7 +413,7 @@ class TargetEnsemble(nn.Module):
 def single_seed_network(network: nn.Module, seed_index: int) -> nn.Module:
     """A copy of a stacked network that holds only seed ``seed_index``'s parameters (a one-seed network)."""
     single = copy.deepcopy(network)
-    for (name, parameter), source in zip(single.named_parameters(), network.parameters()):
+    for parameter, source in zip(single.parameters(), network.parameters()):
         parameter.data = source.data[seed_index : seed_index + 1].clone()
     return single
 
@@ -1459,8 +1459,9 @@ if __name__ == "__main__":
         session_time = now - session_start
         session_overhead = sum(timers[k] - session_timers_start[k] for k in ("eval", "plasticity"))
         group_sps = num_seeds * (global_step - session_start_step) / max(session_time - session_overhead, 1e-9)
-        loss_means = (loss_sums / torch.from_numpy(np.maximum(minibatch_steps, 1)).to(device)[:, None]).tolist()
-        clipfracs = (clipfrac_sum / torch.from_numpy(np.maximum(minibatch_steps, 1)).to(device)).tolist()
+        steps_taken = torch.from_numpy(np.maximum(minibatch_steps, 1)).to(device)  # per seed (skips excluded)
+        loss_means = (loss_sums / steps_taken[:, None]).tolist()
+        clipfracs = (clipfrac_sum / steps_taken).tolist()
         critic_max_grads = critic_max_grad.tolist()
         y_pred, y_true = b_values[0].cpu().numpy(), b_returns[0].cpu().numpy()  # DRND: extrinsic head
         for k, writer in enumerate(writers):
