@@ -98,6 +98,10 @@ GAE_VARIANTS = ("mean", "cor", "ind")
 # 1e-6 is about 8 ulp of 1.0 in float32 (eps 1.19e-7), so alpha = 1 + 1e-6 stays distinct from 1, while it is
 # far below any value the Gam(5, 1) hyperpriors (mean 5) favour, so it never shapes a trained critic.
 EVIDENCE_FLOOR = 1e-6
+# EPPO: the paper's selected kappa per setting (its table "tab:kappa_values"), the file the sweeps read too.
+PAPER_KAPPA_CSV = os.path.join(os.path.dirname(os.path.abspath(__file__)), "scripts", "paper_kappa.csv")
+# EPPO: kappa of cor/ind where the paper selected none (the stationary env, an env of no paper setting).
+FALLBACK_KAPPA = 0.1
 # EPPO: the choices the paper leaves open (docs/eppo_open_choices.md); the first of each is the default.
 CRITIC_LOSSES = ("nll", "mse")
 HYPERPRIOR_REDUCTIONS = ("mean", "sum", "once")
@@ -215,8 +219,9 @@ class Args:
     # EPPO: evidential critic and optimistic advantages (paper Sec. 3, Appendix B)
     variant: Literal["mean", "cor", "ind"] = "ind"
     """advantage variance: mean (no bonus, EPPO_mean), cor (Eq. gae_var, EPPO_cor), ind (Eq. gae_var_ind, EPPO_ind)"""
-    kappa: float = 0.1
-    """confidence radius of the UCB advantage A + kappa * sqrt(var[A]) (Eq. ucb); must be 0 with --variant mean"""
+    kappa: Optional[float] = None
+    """confidence radius of the UCB advantage A + kappa * sqrt(var[A]) (Eq. ucb); must be 0 with --variant mean.
+    Default: 0 for mean; for cor/ind the paper's kappa for the setting (scripts/paper_kappa.csv), else 0.1"""
     ucb_in_returns: bool = True
     """train the critic on R = A_UCB + omega as in Algorithm 1; --no-ucb-in-returns uses R = A_mean + omega"""
     xi: float = 0.01
@@ -267,6 +272,23 @@ def method_name(args: Args) -> str:
                ("no-norm-reward", args.norm_reward != defaults.norm_reward),
                ("no-ucb-in-returns", args.ucb_in_returns != defaults.ucb_in_returns)]
     return "+".join([f"EPPO_{args.variant}"] + [name for name, changed in changes if changed])
+
+
+def default_kappa(args: Args, kappa_csv: str = PAPER_KAPPA_CSV) -> tuple[float, str]:
+    """EPPO: the kappa a run without --kappa uses, and where it comes from (printed at the start).
+
+    0 for EPPO_mean (no bonus); for cor/ind the paper's kappa for the setting (Appendix B selects it per setting
+    and variant by a grid search on seeds 1001-1003), or FALLBACK_KAPPA where the paper selected none.
+    """
+    if args.variant == "mean":
+        return 0.0, "EPPO_mean has no bonus"
+    env_name = args.env_id.split("-")[0]
+    with open(kappa_csv, newline="") as f:
+        for row in csv.DictReader(f):
+            if (row["experiment"], row["env"], row["strategy"]) == (args.experiment, env_name, args.strategy):
+                return float(row[f"kappa_{args.variant}"]), (f"the paper's for {args.experiment}/{env_name}/"
+                                                               f"{args.strategy} (scripts/paper_kappa.csv)")
+    return FALLBACK_KAPPA, "the paper selected none for this setting; --kappa sets it"
 
 
 def make_env(args: Args, seed: int) -> gym.Env:
@@ -885,9 +907,9 @@ def validate_args(args: Args) -> None:
         if args.target_kl is not None:
             raise ValueError("--target-kl stops the update epochs of the whole process: use --num-seeds 1 with it")
     # EPPO: the evidential critic's and the UCB's settings
-    if not (math.isfinite(args.kappa) and args.kappa >= 0):
+    if args.kappa is not None and not (math.isfinite(args.kappa) and args.kappa >= 0):
         raise ValueError(f"--kappa must be a finite number >= 0 (the UCB radius of Eq. ucb), got {args.kappa}")
-    if args.variant == "mean" and args.kappa != 0:
+    if args.variant == "mean" and args.kappa not in (None, 0):
         raise ValueError(f"--kappa must be 0 with --variant mean (EPPO_mean has no advantage variance, so there is "
                          f"no confidence bound to add), got {args.kappa}; use --variant cor or ind for a bonus")
     if args.variant != "mean" and args.gae_lambda == 0:
@@ -1111,6 +1133,11 @@ if __name__ == "__main__":
 
     argv = sys.argv[1:]
     args = parse_args(argv)
+    # EPPO: without --kappa, the paper's kappa for this setting (config.json stores the value used)
+    kappa_source = "--kappa"
+    if args.kappa is None:
+        kappa, kappa_source = default_kappa(args)
+        args = dataclasses.replace(args, kappa=kappa)
     try:
         validate_args(args)
     except ValueError as error:
@@ -1288,6 +1315,7 @@ if __name__ == "__main__":
         describer.get_wrapper_attr("set_task")(i)
         descriptions.append(describer.get_wrapper_attr("task_description")())
     print(f"  task schedule: {'; '.join(descriptions)}")
+    print(f"  kappa {args.kappa:g} ({kappa_source})")  # EPPO: which UCB radius this run uses
     for seed in seeds:
         print(f"  writes {run_dirs[seed]}")
     if checkpoints:

@@ -7,6 +7,7 @@ ind) in test_all_scripts.py. The networks hold K stacked seeds: inputs and outpu
 
 import dataclasses
 import itertools
+import json
 import math
 import os
 
@@ -21,8 +22,10 @@ from eppo_continuous import (
     EVIDENCE_FLOOR,
     EXP_INPUT_MAX,
     PRIOR_MODE_WEIGHT_SCALE,
+    FALLBACK_KAPPA,
     Args,
     EvidentialCritic,
+    default_kappa,
     method_name,
     evidence_transform,
     evidential_critic_loss,
@@ -387,9 +390,40 @@ def test_paper_configurations_are_valid():
         validate_args(dataclasses.replace(Args(), variant=variant, kappa=kappa))
 
 
+def test_default_kappa_is_the_papers_for_every_setting():
+    """Without --kappa, cor/ind take their column of scripts/paper_kappa.csv, read here by the sweeps' reader."""
+    from scripts.runlist import read_kappa_table
+
+    table = read_kappa_table()
+    assert len(table) == 14  # the paper's 4 slippery + 10 paralysis settings
+    for setting, kappas in table.items():
+        for variant in ("cor", "ind"):
+            args = dataclasses.replace(Args(), env_id=f"{setting.env}-v5", experiment=setting.experiment,
+                                       strategy=setting.strategy, variant=variant)
+            kappa, source = default_kappa(args)
+            assert kappa == kappas[f"EPPO_{variant}"] and "paper_kappa.csv" in source, (setting, variant)
+    assert default_kappa(Args())[0] == 0.01  # HalfCheetah paralysis back-one, EPPO_ind: the paper's 0.01
+    assert default_kappa(dataclasses.replace(Args(), variant="mean"))[0] == 0.0
+    assert default_kappa(dataclasses.replace(Args(), experiment="none"))[0] == FALLBACK_KAPPA
+    assert default_kappa(dataclasses.replace(Args(), env_id="Hopper-v5"))[0] == FALLBACK_KAPPA
+
+
+def test_run_without_kappa_uses_and_records_the_papers(tmp_path):
+    """HalfCheetah paralysis cross-v1: the paper's kappa is 0.25 for EPPO_ind (0.05 for cor), unlike any default."""
+    run_dir = tmp_path / "run"
+    result = run_script("eppo_continuous.py", run_dir, "--strategy", "cross-v1", "--num-tasks", "1")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "kappa 0.25 (the paper's for paralysis/HalfCheetah/cross-v1" in result.stdout
+    with open(run_dir / "config.json") as f:
+        assert json.load(f)["args"]["kappa"] == 0.25
+    # an explicit --kappa overrides it; resuming with a different one is refused (exit 2), not mixed into the run
+    again = run_script("eppo_continuous.py", run_dir, "--strategy", "cross-v1", "--num-tasks", "1", "--kappa", "0.1")
+    assert again.returncode == 2 and "kappa: 0.25 -> 0.1" in again.stderr
+
+
 @pytest.mark.parametrize("flags, expected", [
     (["--variant", "upper"], "--variant"),
-    (["--variant", "mean"], "--kappa must be 0 with --variant mean"),
+    (["--variant", "mean", "--kappa", "0.1"], "--kappa must be 0 with --variant mean"),
     (["--kappa", "-1"], "--kappa"),
     (["--critic-loss", "huber"], "--critic-loss"),
     (["--evidence-transform", "relu"], "--evidence-transform"),
