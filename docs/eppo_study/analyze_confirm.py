@@ -1,7 +1,7 @@
 """Confirmation table of the EPPO study (docs/eppo_study/README.md): every cell against PPO and the MSE control.
 
 Usage: python docs/eppo_study/analyze_confirm.py docs/eppo_study/confirm
-Reads <root>/<cell>/seed<N>/ (finished runs: summary.json) and prints Markdown:
+Reads <root>/<cell>/seed<N>/ for every cell directory under <root> (CELLS first, in that order, then the others) (finished runs: summary.json) and prints Markdown:
 - per cell: AULC and Final Return (scripts/summarize.py's definitions), mean ± se over seeds, the IQM with a
   stratified-bootstrap 95% interval (scripts/summarize.py --robust), per-seed values, and the critic's and actor's
   plasticity metrics at the last task end (plasticity.csv) and over all task ends;
@@ -56,7 +56,9 @@ def paired_p(better: dict, worse: dict, alternative: str = "greater") -> tuple:
 
 
 def main(root: str) -> None:
-    runs = {cell: cell_runs(root, cell) for cell in CELLS}
+    present = sorted(name for name in os.listdir(root) if os.path.isdir(os.path.join(root, name)))
+    cells = [cell for cell in CELLS if cell in present] + [cell for cell in present if cell not in CELLS]
+    runs = {cell: cell_runs(root, cell) for cell in cells}
     metric_values = {cell: {m: {s: getattr(r, m) for s, r in rs.items()} for m in summarize.METRICS}
                      for cell, rs in runs.items()}
     for metric in summarize.METRICS:
@@ -64,7 +66,7 @@ def main(root: str) -> None:
         print("| cell | n | mean ± se | IQM [95% CI] | vs PPO: p (one-sided, cell > PPO) | "
               "control vs cell: p (one-sided, control > cell) | per seed |")
         print("|---|---:|---|---|---|---|---|")
-        for cell in CELLS:
+        for cell in cells:
             values = metric_values[cell][metric]
             if not values:
                 print(f"| {cell} | 0 | not run | | | | |")
@@ -76,7 +78,7 @@ def main(root: str) -> None:
             if cell == "EPPO_mean_mse":
                 p, n = paired_p(values, metric_values["PPO"][metric], "two-sided")
                 p_control = f"two-sided vs PPO: {p:.3f} (n={n})"
-            elif cell.startswith("EPPO_mean"):
+            elif cell.startswith("EPPO_mean") and "EPPO_mean_mse" in cells:
                 p_control = "%.3f (n=%d)" % paired_p(metric_values["EPPO_mean_mse"][metric], values)
             else:
                 p_control = ""
@@ -88,7 +90,7 @@ def main(root: str) -> None:
         keys = [(n, m) for n in ("critic", "actor") for m in ("effective_rank", "stable_rank", "dormant_percent")]
         print("| cell | n | " + " | ".join(f"{n} {m}" for n, m in keys) + " |")
         print("|---|---:|" + "---|" * len(keys))
-        for cell in CELLS:
+        for cell in cells:
             if not runs[cell]:
                 continue
             per_run = [plasticity(run.run_dir, last_only) for run in runs[cell].values()]
