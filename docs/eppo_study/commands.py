@@ -3,7 +3,7 @@
     python docs/eppo_study/commands.py screen  > docs/eppo_study/screen_runs.txt    # seeds 1001-1003
     python docs/eppo_study/commands.py confirm > docs/eppo_study/confirm_runs.txt   # seeds 1-10
     python docs/eppo_study/commands.py screen2 > docs/eppo_study/screen2_runs.txt  # seeds 1001-1003
-    python docs/eppo_study/commands.py confirm_cor > docs/eppo_study/confirm_cor_runs.txt  # seeds 1-10
+    python docs/eppo_study/commands.py confirm2 > docs/eppo_study/confirm2_runs.txt    # seeds 1-10
     xargs -P 16 -I{} sh -c '{}' < docs/eppo_study/confirm_runs.txt                 # from the repository root
 
 Each command line runs one seed of one cell into --run-dir <root>/<cell>/seed<N> (a finished run is skipped when a
@@ -32,11 +32,12 @@ SCREEN = {
     # second screen (after the confirmation): the open choice not yet ablated, and a xi between 0.01 and 1
     "EPPO_ind_k0.01_no_ucb_in_returns": IND + " --no-ucb-in-returns",
     "EPPO_mean_xi0.1": MEAN + " --xi 0.1",
-    "EPPO_ind_k0.01_xi0.1": IND + " --xi 0.1",
     # EPPO_cor at the paper's kappa for this setting (scripts/paper_kappa.csv)
     "EPPO_cor_k0.05": "eppo_continuous.py --variant cor --kappa 0.05",
 }
-SCREEN2_CELLS = ["EPPO_ind_k0.01_no_ucb_in_returns", "EPPO_mean_xi0.1", "EPPO_ind_k0.01_xi0.1"]
+SCREEN2_CELLS = ["EPPO_ind_k0.01_no_ucb_in_returns", "EPPO_mean_xi0.1"]
+# second confirmation: the paper's third variant, and the second screen's best cell
+CONFIRM2_CELLS = ["EPPO_cor_k0.05", "EPPO_ind_k0.01_no_ucb_in_returns"]
 CONFIRM_CELLS = ["PPO", "EPPO_mean_mse", "EPPO_ind_k0.01", "EPPO_mean", "EPPO_mean_xi1", "EPPO_ind_k0.01_xi1"]
 
 
@@ -50,14 +51,14 @@ def commands(cells, seeds, root):
 if __name__ == "__main__":
     which = sys.argv[1] if len(sys.argv) > 1 else "confirm"
     if which == "screen":
-        lines = commands([cell for cell in SCREEN if cell not in SCREEN2_CELLS + ["EPPO_cor_k0.05"]],
+        lines = commands([cell for cell in SCREEN if cell not in SCREEN2_CELLS + CONFIRM2_CELLS],
                          (1001, 1002, 1003), "runs_screen")
     elif which == "screen2":
         lines = commands(SCREEN2_CELLS, (1001, 1002, 1003), "runs_screen")
-    elif which == "confirm_cor":
-        lines = commands(["EPPO_cor_k0.05"], range(1, 11), "runs_confirm")
+    elif which == "confirm2":
+        lines = commands(CONFIRM2_CELLS, range(1, 11), "runs_confirm")
     elif which == "confirm":
         lines = commands(CONFIRM_CELLS, range(1, 11), "runs_confirm")
     else:
-        sys.exit(f"error: argument must be screen, screen2, confirm or confirm_cor, got {which!r}")
+        sys.exit(f"error: argument must be screen, screen2, confirm or confirm2, got {which!r}")
     print("\n".join(lines))
