@@ -19,8 +19,8 @@ DIAGNOSTICS = ["evidential/student_t_scale", "evidential/targets_outside_2_scale
                "evidential/critic_grad_norm", "evidential/grad_share_omega", "plasticity/critic_max_abs_grad",
                "losses/explained_variance"]
 SHORT = {"evidential/student_t_scale": "scale", "evidential/targets_outside_2_scales": "out>2s",
-         "evidential/zeta": "zeta", "evidential/critic_grad_norm": "|g|", "evidential/grad_share_omega": "share_w",
-         "plasticity/critic_max_abs_grad": "max|g|",
+         "evidential/zeta": "zeta", "evidential/critic_grad_norm": "\\|g\\|", "evidential/grad_share_omega": "share_w",
+         "plasticity/critic_max_abs_grad": "max\\|g\\|",
          "losses/explained_variance": "EV"}
 
 
