@@ -94,11 +94,11 @@ def main(root: str) -> None:
             if not runs[cell]:
                 continue
             per_run = [plasticity(run.run_dir, last_only) for run in runs[cell].values()]
-            cells = []
+            shown = []
             for key in keys:
                 mean, se = summarize.mean_se(np.array([p[key] for p in per_run]))
-                cells.append(f"{mean:.1f} ± {se:.1f}")
-            print(f"| {cell} | {len(per_run)} | " + " | ".join(cells) + " |")
+                shown.append(f"{mean:.1f} ± {se:.1f}")
+            print(f"| {cell} | {len(per_run)} | " + " | ".join(shown) + " |")
 
 
 if __name__ == "__main__":
