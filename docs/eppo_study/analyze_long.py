@@ -14,6 +14,7 @@ compare the same stretch of training. Per cell:
 """
 
 import argparse
+import csv
 import json
 import os
 import sys
@@ -57,8 +58,6 @@ def prefix_metrics(evaluations, steps_per_task: int, up_to: int) -> tuple:
 
 def plasticity_means(run_dir: str, up_to: int) -> dict:
     """(network, metric) -> mean over the task ends at 0 < step <= up_to."""
-    import csv
-
     values = {}
     with open(os.path.join(run_dir, "plasticity.csv"), newline="") as f:
         for row in csv.DictReader(f):
