@@ -1,15 +1,18 @@
 """Confirmation table of the EPPO study (docs/eppo_study/README.md): every cell against PPO and the MSE control.
 
-Usage: python docs/eppo_study/analyze_confirm.py docs/eppo_study/confirm
+Usage: python docs/eppo_study/analyze_confirm.py docs/eppo_study/confirm [--versus A:B ...]
 Reads <root>/<cell>/seed<N>/ for every cell directory under <root> (CELLS first, in that order, then the others) (finished runs: summary.json) and prints Markdown:
 - per cell: AULC and Final Return (scripts/summarize.py's definitions), mean ± se over seeds, the IQM with a
   stratified-bootstrap 95% interval (scripts/summarize.py --robust), per-seed values, and the critic's and actor's
   plasticity metrics at the last task end (plasticity.csv) and over all task ends;
 - the paper's one-sided paired t-test over seeds (scipy.stats.ttest_rel, alternative="greater") of each cell
   against PPO (H1: the cell is better) and, for the EPPO_mean cells, of the MSE control against the cell
-  (H1: the evidential loss makes the critic worse), and a two-sided paired test of the control against PPO.
+  (H1: the evidential loss makes the critic worse), and a two-sided paired test of the control against PPO;
+- with --versus A:B, also the one-sided paired test of "A > B" over their common seeds (e.g.
+  EPPO_ind_k0.01:EPPO_mean, the UCB bonus's share of a lead over PPO).
 """
 
+import argparse
 import csv
 import os
 import sys
@@ -55,7 +58,7 @@ def paired_p(better: dict, worse: dict, alternative: str = "greater") -> tuple:
                                  alternative=alternative).pvalue), len(seeds)
 
 
-def main(root: str) -> None:
+def main(root: str, versus: list[tuple[str, str]]) -> None:
     present = sorted(name for name in os.listdir(root) if os.path.isdir(os.path.join(root, name)))
     cells = [cell for cell in CELLS if cell in present] + [cell for cell in present if cell not in CELLS]
     runs = {cell: cell_runs(root, cell) for cell in cells}
@@ -85,6 +88,9 @@ def main(root: str) -> None:
             per_seed = ", ".join(f"{s}: {values[s]:.0f}" for s in sorted(values))
             print(f"| {cell} | {len(array)} | {mean:.0f} ± {se:.0f} | {point:.0f} [{low:.0f}, {high:.0f}] | {p_ppo} | "
                   f"{p_control} | {per_seed} |")
+        for better, worse in versus:
+            p, n = paired_p(metric_values[better][metric], metric_values[worse][metric])
+            print(f"\n{better} > {worse}: one-sided paired p = {p:.3f} (n = {n})")
     for last_only, label in ((True, "at the last task end"), (False, "mean over the task ends")):
         print(f"\n### Plasticity {label} (mean ± se over seeds)\n")
         keys = [(n, m) for n in ("critic", "actor") for m in ("effective_rank", "stable_rank", "dormant_percent")]
@@ -101,5 +107,22 @@ def main(root: str) -> None:
             print(f"| {cell} | {len(per_run)} | " + " | ".join(shown) + " |")
 
 
+def parse_pair(text: str) -> tuple[str, str]:
+    better, separator, worse = text.partition(":")
+    if not separator or not better or not worse:
+        raise argparse.ArgumentTypeError(f"{text!r} is not A:B (two cell names)")
+    return better, worse
+
+
 if __name__ == "__main__":
-    main(sys.argv[1])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("root")
+    parser.add_argument("--versus", type=parse_pair, action="append", default=[], metavar="A:B",
+                        help='also test "A > B" (one-sided, paired over the common seeds); repeatable')
+    options = parser.parse_args()
+    present = {name for name in os.listdir(options.root) if os.path.isdir(os.path.join(options.root, name))}
+    for pair in options.versus:
+        for cell in pair:
+            if cell not in present:
+                parser.error(f"--versus: no cell {cell!r} under {options.root}; there are {', '.join(sorted(present))}")
+    main(options.root, options.versus)
