@@ -9,7 +9,8 @@ Reads <root>/<cell>/seed<N>/ for every cell directory under <root> (CELLS first,
   against PPO (H1: the cell is better) and, for the EPPO_mean cells, of the MSE control against the cell
   (H1: the evidential loss makes the critic worse), and a two-sided paired test of the control against PPO;
 - with --versus A:B, also the one-sided paired test of "A > B" over their common seeds (e.g.
-  EPPO_ind_k0.01:EPPO_mean, the UCB bonus's share of a lead over PPO).
+  EPPO_ind_k0.01:EPPO_mean, the UCB bonus's share of a lead over PPO), and a two-sided paired test of each
+  plasticity metric of A against B.
 """
 
 import argparse
@@ -99,12 +100,18 @@ def main(root: str, versus: list[tuple[str, str]]) -> None:
         for cell in cells:
             if not runs[cell]:
                 continue
-            per_run = [plasticity(run.run_dir, last_only) for run in runs[cell].values()]
+            per_seed = {seed: plasticity(run.run_dir, last_only) for seed, run in runs[cell].items()}
+            metric_values[cell][label] = {key: {seed: p[key] for seed, p in per_seed.items()} for key in keys}
             shown = []
             for key in keys:
-                mean, se = summarize.mean_se(np.array([p[key] for p in per_run]))
+                mean, se = summarize.mean_se(np.array(list(metric_values[cell][label][key].values())))
                 shown.append(f"{mean:.1f} ± {se:.1f}")
-            print(f"| {cell} | {len(per_run)} | " + " | ".join(shown) + " |")
+            print(f"| {cell} | {len(per_seed)} | " + " | ".join(shown) + " |")
+        for first, second in [pair for pair in versus if all(label in metric_values[cell] for cell in pair)]:
+            tests = [paired_p(metric_values[first][label][key], metric_values[second][label][key], "two-sided")
+                     for key in keys]
+            print(f"| {first} vs {second}: p (two-sided paired) | {tests[0][1]} | "
+                  + " | ".join(f"{p:.3f}" for p, _ in tests) + " |")
 
 
 def parse_pair(text: str) -> tuple[str, str]:
