@@ -52,7 +52,7 @@ def main(root, cells):
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
     for cell in cells:
-        runs = sorted(glob.glob(os.path.join(root, cell, "seed*")))
+        runs = sorted(glob.glob(os.path.join(root, cell, "seed*")), key=lambda run: int(run.rsplit("seed", 1)[1]))
         runs = [r for r in runs if os.path.isdir(r) and os.path.exists(os.path.join(r, "summary.json"))]
         if not runs:
             continue
