@@ -93,6 +93,7 @@ def main(root: str, versus: list[tuple[str, str]]) -> None:
             p, n = paired_p(metric_values[better][metric], metric_values[worse][metric])
             print(f"\n{better} > {worse}: one-sided paired p = {p:.3f} (n = {n})")
     for last_only, label in ((True, "at the last task end"), (False, "mean over the task ends")):
+        plasticity_values = {}  # cell -> (network, metric) -> seed -> value
         print(f"\n### Plasticity {label} (mean ± se over seeds)\n")
         keys = [(n, m) for n in ("critic", "actor") for m in ("effective_rank", "stable_rank", "dormant_percent")]
         print("| cell | n | " + " | ".join(f"{n} {m}" for n, m in keys) + " |")
@@ -101,14 +102,14 @@ def main(root: str, versus: list[tuple[str, str]]) -> None:
             if not runs[cell]:
                 continue
             per_seed = {seed: plasticity(run.run_dir, last_only) for seed, run in runs[cell].items()}
-            metric_values[cell][label] = {key: {seed: p[key] for seed, p in per_seed.items()} for key in keys}
+            plasticity_values[cell] = {key: {seed: p[key] for seed, p in per_seed.items()} for key in keys}
             shown = []
             for key in keys:
-                mean, se = summarize.mean_se(np.array(list(metric_values[cell][label][key].values())))
+                mean, se = summarize.mean_se(np.array(list(plasticity_values[cell][key].values())))
                 shown.append(f"{mean:.1f} ± {se:.1f}")
             print(f"| {cell} | {len(per_seed)} | " + " | ".join(shown) + " |")
-        for first, second in [pair for pair in versus if all(label in metric_values[cell] for cell in pair)]:
-            tests = [paired_p(metric_values[first][label][key], metric_values[second][label][key], "two-sided")
+        for first, second in [pair for pair in versus if all(cell in plasticity_values for cell in pair)]:
+            tests = [paired_p(plasticity_values[first][key], plasticity_values[second][key], "two-sided")
                      for key in keys]
             print(f"| {first} vs {second}: p (two-sided paired) | {tests[0][1]} | "
                   + " | ".join(f"{p:.3f}" for p, _ in tests) + " |")
