@@ -38,14 +38,17 @@ def cell_runs(root: str, cell: str) -> dict:
     return runs
 
 
-def plasticity(run_dir: str, last_only: bool) -> dict:
-    """(network, metric) -> value at the last task end, or the mean over the task ends (step 0 excluded)."""
+def plasticity(run_dir: str, last_only: bool, up_to: int | None = None) -> dict:
+    """(network, metric) -> value at the last task end, or the mean over the task ends, at 0 < step <= up_to
+    (step 0 excluded; no bound without up_to; empty when no task has ended yet)."""
     with open(os.path.join(run_dir, "plasticity.csv"), newline="") as f:
-        rows = [row for row in csv.DictReader(f) if int(row["global_step"]) > 0]
-    last_step = max(int(row["global_step"]) for row in rows)
-    chosen = [row for row in rows if int(row["global_step"]) == last_step] if last_only else rows
+        rows = [row for row in csv.DictReader(f)
+                if 0 < int(row["global_step"]) and (up_to is None or int(row["global_step"]) <= up_to)]
+    if last_only and rows:
+        last_step = max(int(row["global_step"]) for row in rows)
+        rows = [row for row in rows if int(row["global_step"]) == last_step]
     values = {}
-    for row in chosen:
+    for row in rows:
         for metric in ("effective_rank", "stable_rank", "dormant_percent"):
             values.setdefault((row["network"], metric), []).append(float(row[metric]))
     return {key: float(np.mean(v)) for key, v in values.items()}

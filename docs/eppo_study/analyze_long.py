@@ -14,7 +14,6 @@ compare the same stretch of training. Per cell:
 """
 
 import argparse
-import csv
 import json
 import os
 import sys
@@ -23,7 +22,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from analyze_confirm import paired_p  # noqa: E402
+from analyze_confirm import paired_p, plasticity  # noqa: E402
 from scripts import summarize  # noqa: E402
 
 PLASTICITY_KEYS = [(network, metric) for network in ("critic", "actor")
@@ -54,17 +53,6 @@ def prefix_metrics(evaluations, steps_per_task: int, up_to: int) -> tuple:
     tasks_ended = up_to // steps_per_task
     final = summarize.final_return(kept, steps_per_task, tasks_ended) if tasks_ended else float("nan")
     return summarize.aulc(kept), final, tasks_ended
-
-
-def plasticity_means(run_dir: str, up_to: int) -> dict:
-    """(network, metric) -> mean over the task ends at 0 < step <= up_to."""
-    values = {}
-    with open(os.path.join(run_dir, "plasticity.csv"), newline="") as f:
-        for row in csv.DictReader(f):
-            if 0 < int(row["global_step"]) <= up_to:
-                for metric in ("effective_rank", "stable_rank", "dormant_percent"):
-                    values.setdefault((row["network"], metric), []).append(float(row[metric]))
-    return {key: float(np.mean(v)) for key, v in values.items()}
 
 
 def plot(cells: dict, up_to: int, path: str, title: str) -> None:
@@ -129,7 +117,7 @@ def main(argv=None) -> None:
     print("| cell | n | " + " | ".join(f"{n} {m}" for n, m in PLASTICITY_KEYS) + " |")
     print("|---|---:|" + "---|" * len(PLASTICITY_KEYS))
     for cell, runs in cells.items():
-        per_run = [plasticity_means(run[0], up_to) for run in runs.values()]
+        per_run = [plasticity(run[0], last_only=False, up_to=up_to) for run in runs.values()]
         shown = [("%.1f ± %.1f" % summarize.mean_se([p[key] for p in per_run])) if all(key in p for p in per_run)
                  else "no task end yet" for key in PLASTICITY_KEYS]
         print(f"| {cell} | {len(per_run)} | " + " | ".join(shown) + " |")
