@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 import torch
 
+import golden_outputs
 from tiny_run import REPO_ROOT, TINY_EVALUATION_STEPS, TINY_FLAGS, read_csv, run_script
 
 SCRIPTS = [name for name in ("ppo_continuous.py", "eppo_continuous.py", "pfo_continuous.py", "cb_continuous.py",
@@ -75,6 +76,39 @@ def test_same_seed_gives_identical_evaluations(finished_run, tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     with open(run_dir / "evaluations.csv") as a, open(tmp_path / "again" / "evaluations.csv") as b:
         assert a.read() == b.read()
+
+
+def load_golden(script: str, num_seeds: int) -> dict:
+    """The fingerprints recorded by tests/golden_outputs.py, or a skip where this CPU computes other roundings."""
+    with open(golden_outputs.golden_path(script, num_seeds)) as f:
+        golden = json.load(f)
+    if golden["machine"] != golden_outputs.machine():
+        pytest.skip(f"golden outputs were recorded on {golden['machine']}, this machine is {golden_outputs.machine()}")
+    return golden["seeds"]
+
+
+def assert_matches_golden(fingerprints: dict, golden: dict) -> None:
+    assert fingerprints.keys() == golden.keys()
+    for seed, expected in golden.items():
+        for name in ("evaluations.csv", "plasticity.csv"):
+            assert fingerprints[seed][name] == expected[name], f"seed {seed}: {name} changed"
+        for key, value in expected["checkpoint"].items():
+            assert fingerprints[seed]["checkpoint"].get(key) == value, f"seed {seed}: checkpoint entry {key!r} changed"
+        assert fingerprints[seed]["checkpoint"].keys() == expected["checkpoint"].keys()
+
+
+def test_outputs_equal_the_golden_outputs_of_one_seed(finished_run):
+    """The tiny run's evaluations, plasticity rows and final checkpoint (every tensor) are bit for bit those
+    recorded before the scripts were restructured (tests/golden/*_k1.json)."""
+    script, run_dir = finished_run
+    assert_matches_golden({"1": golden_outputs.fingerprint(run_dir)}, load_golden(script, 1))
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_outputs_equal_the_golden_outputs_of_two_seeds(script, tmp_path):
+    """As above for --num-seeds 2 (seeds 1 and 2 in one process; CB replacing units)."""
+    golden = load_golden(script, 2)
+    assert_matches_golden(golden_outputs.run_fingerprints(script, 2, tmp_path), golden)
 
 
 # Method state that must survive a resume even when the tiny run would not exercise it: CB replaces units.
