@@ -368,3 +368,365 @@ def _plain(value: Any) -> Any:
     if isinstance(value, np.generic):
         return value.item()
     return value
+
+
+# ---------------------------------------------------------------------------------------------------
+# BatchedEnv: N simulations of one setting through mujoco.batch, gymnasium v5's semantics bit for bit.
+# ---------------------------------------------------------------------------------------------------
+
+_STAGE_NONE = int(mujoco.mjtStage.mjSTAGE_NONE)
+_STAGE_ACC = int(mujoco.mjtStage.mjSTAGE_ACC)
+
+
+class BatchedEnv:
+    """``num_sims`` simulations of HalfCheetah-v5 or Ant-v5 (gymnasium's default v5 kwargs) in one
+    ``mujoco.batch.Batch(model, num_sims, nthread, persistent=True)``, each with its own task of the
+    schedule of (experiment, strategy, friction_mode), its own reset-noise Generator and step counter.
+
+    Every observation, reward, ``terminated`` and ``truncated`` equals, bit for bit, what
+    ``make_nonstationary_env(env_id, experiment, strategy, friction_mode)`` (i.e. ``gymnasium.make``
+    with its TimeLimit) returns for the same seeds, actions (same dtype) and task switches, at any
+    ``nthread``; ``tests/test_batched_env.py`` checks this.
+
+    * ``reset(sim_ids=None, seeds=None) -> obs`` (len(ids), obs_dim): as ``env.reset(seed=s)`` per
+      simulation; ``seeds[i] = None`` continues that simulation's Generator.
+    * ``step(actions) -> (obs, reward, terminated, truncated)``, arrays over all simulations, actions
+      (num_sims, nu). ``truncated`` is gymnasium's TimeLimit (``elapsed >= max_episode_steps``). There
+      is no autoreset: the caller resets the simulations that ended (``terminated | truncated``);
+      stepping one that ended continues it, as stepping ``gymnasium.make``'s env would.
+    * ``set_task(sim_ids, task_index)`` as ``NonstationaryEnv.set_task`` for those simulations.
+    * ``get_state(k)`` / ``set_state(k, state)``: one simulation's episode, as plain Python values.
+
+    The control cost is computed in the dtype of ``actions`` exactly as gymnasium computes it on the
+    action it is given (float32 actions give a float32 control cost), so pass the same array type.
+    Paralysis scales ``actuator_gear`` without ``mj_setConst``, as ``NonstationaryEnv`` does.
+    """
+
+    def __init__(
+        self,
+        env_id: str,
+        experiment: str = "none",
+        strategy: str | None = None,
+        friction_mode: str = "floor",
+        *,
+        num_sims: int,
+        nthread: int = 1,
+        max_episode_steps: int = 1000,
+    ):
+        import mujoco.batch  # noqa: F401  (a submodule: not loaded by `import mujoco`)
+
+        validate_setting(env_id, experiment, strategy, friction_mode)
+        if num_sims < 1:
+            raise ValueError(f"num_sims must be at least 1, got {num_sims}")
+        if max_episode_steps < 1:
+            raise ValueError(f"max_episode_steps must be at least 1, got {max_episode_steps}")
+        self.env_id = env_id
+        self.experiment = experiment
+        self.strategy = strategy
+        self.friction_mode = friction_mode
+        self.num_sims = int(num_sims)
+        self.max_episode_steps = int(max_episode_steps)
+        self._schedule = task_schedule(env_id, experiment, strategy)
+
+        # Build gymnasium's env once to take its compiled model and default v5 constants from it.
+        with _without_settotalmass_warning():
+            env = gym.make(env_id)
+        base = env.unwrapped
+        model = base.model
+        joints = actuator_joint_names(model)
+        if joints != ACTUATOR_JOINTS[env_id]:
+            raise ValueError(f"{env_id}: actuators drive joints {joints}, expected {ACTUATOR_JOINTS[env_id]}")
+        self._floor_id = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_GEOM, FLOOR_GEOM)
+        if self._floor_id < 0:
+            raise ValueError(f"{env_id}: the model has no geom named {FLOOR_GEOM!r}")
+        if experiment == "slippery" and friction_mode == "governing":
+            other = np.delete(model.geom_priority, self._floor_id)
+            model.geom_priority[self._floor_id] = int(other.max(initial=0)) + 1
+        self._default_gear = model.actuator_gear[:, 0].copy()
+        self._is_ant = env_id == "Ant-v5"
+        self._frame_skip = int(base.frame_skip)
+        self.dt = base.dt  # model.opt.timestep * frame_skip, as gymnasium computes it
+        self._init_qpos = base.init_qpos.copy()
+        self._init_qvel = base.init_qvel.copy()
+        self._noise = base._reset_noise_scale
+        self._ctrl_cost_weight = base._ctrl_cost_weight
+        self._forward_reward_weight = base._forward_reward_weight
+        if self._is_ant:
+            if not (base._exclude_current_positions_from_observation and base._include_cfrc_ext_in_observation):
+                raise ValueError("BatchedEnv supports Ant-v5's default observation only")
+            self._contact_cost_weight = base._contact_cost_weight
+            self._healthy_reward = base._healthy_reward
+            self._terminate_when_unhealthy = base._terminate_when_unhealthy
+            self._healthy_z_range = base._healthy_z_range
+            self._contact_force_range = base._contact_force_range
+            self._main_body = model.body(base._main_body).id
+            self._skip_qpos = 2
+        else:
+            if not base._exclude_current_positions_from_observation:
+                raise ValueError("BatchedEnv supports HalfCheetah-v5's default observation only")
+            self._skip_qpos = 1
+        self.single_observation_space = base.observation_space
+        self.single_action_space = base.action_space
+        self.model = model
+        env.close()
+
+        nq, nv, nu = model.nq, model.nv, model.nu
+        self.action_dim = nu
+        self._nq, self._nv = nq, nv
+        cfrc_size = (model.nbody - 1) * 6 if self._is_ant else 0
+        self.observation_dim = nq - self._skip_qpos + nv + cfrc_size
+        assert self.observation_dim == self.single_observation_space.shape[0]
+
+        self._batch = mujoco.batch.Batch(model, self.num_sims, int(nthread), persistent=True)
+        self.nthread = self._batch.nthread
+        batch = self._batch
+        self._qpos = batch.bind("qpos")
+        self._qvel = batch.bind("qvel")
+        self._ctrl = batch.bind("ctrl")
+        self._state = batch.state
+        if experiment == "slippery":
+            self._friction = batch.expand("geom_friction")
+        elif experiment == "paralysis":
+            self._gear = batch.expand("actuator_gear")
+        if self._is_ant:
+            self._xpos = batch.bind("xpos")
+            self._cfrc_out = batch.bind("cfrc_ext")
+            # One MjData per simulation, refreshed from the batch with get_data(k, data) after each step
+            # (allocation-free), where mj_rnePostConstraint computes cfrc_ext as gymnasium's
+            # do_simulation does. Per-simulation models carry the task's fields.
+            self._datas = [batch.get_data(k) for k in range(self.num_sims)]
+            self._cfrc_views = [d.cfrc_ext for d in self._datas]
+            self._models: list[mujoco.MjModel] = [batch.get_model(k) for k in range(self.num_sims)]
+            self._cfrc = np.zeros((self.num_sims, model.nbody, 6))
+            # torso x from the last call (kinematics at the start of the last substep, as data.xpos)
+            self._x_before = np.zeros(self.num_sims)
+
+        self._elapsed = np.zeros(self.num_sims, dtype=np.int64)
+        self._was_reset = np.zeros(self.num_sims, dtype=bool)
+        self._rngs: list[np.random.Generator | None] = [None] * self.num_sims
+        self._seeds: list[int | None] = [None] * self.num_sims
+        self._obs = np.zeros((self.num_sims, self.observation_dim))
+        self._task = np.zeros(self.num_sims, dtype=np.int64)
+        self.set_task(None, 0)
+
+    # -- tasks ------------------------------------------------------------------------------------
+
+    @property
+    def num_tasks(self) -> int:
+        return len(self._schedule)
+
+    @property
+    def task_index(self) -> np.ndarray:
+        """Task index of every simulation (a copy)."""
+        return self._task.copy()
+
+    @property
+    def elapsed_steps(self) -> np.ndarray:
+        """Steps since each simulation's last reset (a copy)."""
+        return self._elapsed.copy()
+
+    def set_task(self, sim_ids, task_index: int) -> None:
+        """Put simulations ``sim_ids`` (None: all) on task ``task_index``; acts at their next step."""
+        ids = self._ids(sim_ids)
+        index = operator.index(task_index)
+        if not 0 <= index < self.num_tasks:
+            raise ValueError(f"task index {index} out of range; valid choices: 0..{self.num_tasks - 1}")
+        parameter = self._schedule[index]
+        if self.experiment == "slippery":
+            self._friction[ids, self._floor_id, 0] = parameter
+        elif self.experiment == "paralysis":
+            self._gear[ids, :, 0] = self._default_gear * np.asarray(parameter, dtype=np.float64)
+        self._task[ids] = index
+        if self._is_ant and self.experiment != "none":
+            for k in ids:
+                self._batch.get_model(int(k), self._models[k])
+
+    def task_description(self, task: int) -> str:
+        """As NonstationaryEnv.task_description for task index ``task``, e.g. 'friction=2.75'."""
+        parameter = self._schedule[operator.index(task)]
+        if self.experiment == "slippery":
+            return f"friction={parameter:g}"
+        if self.experiment == "paralysis":
+            return "torque=[" + ",".join(f"{scale:g}" for scale in parameter) + "]"
+        return "stationary"
+
+    # -- episodes ---------------------------------------------------------------------------------
+
+    def reset(self, sim_ids=None, seeds=None) -> np.ndarray:
+        """Reset simulations ``sim_ids`` (None: all) as gymnasium's ``env.reset(seed=seeds[i])``.
+
+        With a seed, the simulation's Generator is ``gymnasium.utils.seeding.np_random(seed)``; with
+        None it continues (created unseeded on first use, as gymnasium's). Returns their observations.
+        """
+        ids = self._ids(sim_ids)
+        if seeds is None:
+            seeds = [None] * len(ids)
+        elif len(seeds) != len(ids):
+            raise ValueError(f"{len(seeds)} seeds for {len(ids)} simulations")
+        batch = self._batch
+        batch.reset(ids, stage=_STAGE_NONE)  # mj_resetData
+        noise = self._noise
+        for k, seed in zip(ids.tolist(), seeds):
+            if seed is not None:
+                self._rngs[k], self._seeds[k] = gym.utils.seeding.np_random(seed)
+            elif self._rngs[k] is None:
+                self._rngs[k], self._seeds[k] = gym.utils.seeding.np_random()
+            rng = self._rngs[k]
+            # reset_model of half_cheetah_v5 / ant_v5: the same draws in the same order and dtype
+            self._qpos[k] = self._init_qpos + rng.uniform(low=-noise, high=noise, size=self._nq)
+            self._qvel[k] = self._init_qvel + noise * rng.standard_normal(self._nv)
+        batch.forward(ids)  # set_state's mj_forward
+        if self._is_ant:
+            # after mj_resetData + mj_forward, cfrc_ext is whatever mj_forward left (no rnePostConstraint)
+            self._cfrc[ids] = self._cfrc_out[ids]
+            self._x_before[ids] = self._xpos[ids, self._main_body, 0]
+        self._elapsed[ids] = 0
+        self._was_reset[ids] = True
+        obs = self._observation(ids)
+        self._obs[ids] = obs
+        return obs
+
+    def step(self, actions) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Step every simulation by one env step (frame_skip substeps) with ``actions`` (num_sims, nu).
+
+        Returns obs (num_sims, obs_dim) float64, reward (num_sims,) float64, terminated and truncated
+        (num_sims,) bool.
+        """
+        actions = np.asarray(actions)
+        if actions.shape != (self.num_sims, self.action_dim):
+            raise ValueError(f"actions must have shape {(self.num_sims, self.action_dim)}, got {actions.shape}")
+        if not self._was_reset.all():
+            raise RuntimeError(f"simulations {np.flatnonzero(~self._was_reset).tolist()} were never reset")
+        self._ctrl[:] = actions
+        ctrl_cost = self._ctrl_cost_weight * np.sum(np.square(actions), axis=1)
+        if self._is_ant:
+            x_before = self._x_before.copy()
+        else:
+            x_before = self._qpos[:, 0].copy()
+        self._batch.step(None, self._frame_skip)
+        if self._is_ant:
+            batch, datas, models, views, cfrc = self._batch, self._datas, self._models, self._cfrc_views, self._cfrc
+            for k in range(self.num_sims):
+                data = datas[k]
+                batch.get_data(k, data)
+                mujoco.mj_rnePostConstraint(models[k], data)
+                cfrc[k] = views[k]
+            x_after = self._xpos[:, self._main_body, 0].copy()
+            self._x_before[:] = x_after
+        else:
+            x_after = self._qpos[:, 0]
+        x_velocity = (x_after - x_before) / self.dt
+        if self._is_ant:
+            qpos, qvel = self._qpos, self._qvel
+            min_z, max_z = self._healthy_z_range
+            z = qpos[:, 2]
+            healthy = np.isfinite(qpos).all(axis=1) & np.isfinite(qvel).all(axis=1) & (min_z <= z) & (z <= max_z)
+            min_value, max_value = self._contact_force_range
+            contact_forces = np.clip(self._cfrc, min_value, max_value)
+            contact_cost = self._contact_cost_weight * np.sum(
+                np.square(contact_forces).reshape(self.num_sims, -1), axis=1
+            )
+            forward_reward = x_velocity * self._forward_reward_weight
+            rewards = forward_reward + healthy * self._healthy_reward
+            costs = ctrl_cost + contact_cost
+            reward = rewards - costs
+            terminated = ~healthy & bool(self._terminate_when_unhealthy)
+            obs = self._observation(None, contact_forces)
+        else:
+            reward = self._forward_reward_weight * x_velocity - ctrl_cost
+            terminated = np.zeros(self.num_sims, dtype=bool)
+            obs = self._observation(None)
+        self._elapsed += 1
+        truncated = self._elapsed >= self.max_episode_steps
+        self._obs[:] = obs
+        return obs, reward, terminated, truncated
+
+    def _observation(self, ids, contact_forces=None) -> np.ndarray:
+        """gymnasium's _get_obs for simulations ids (None: all)."""
+        qpos = self._qpos if ids is None else self._qpos[ids]
+        qvel = self._qvel if ids is None else self._qvel[ids]
+        n = qpos.shape[0]
+        obs = np.empty((n, self.observation_dim))
+        a = self._nq - self._skip_qpos
+        b = a + self._nv
+        obs[:, :a] = qpos[:, self._skip_qpos:]
+        obs[:, a:b] = qvel
+        if self._is_ant:
+            if contact_forces is None:
+                min_value, max_value = self._contact_force_range
+                contact_forces = np.clip(self._cfrc[ids], min_value, max_value)
+            obs[:, b:] = contact_forces[:, 1:].reshape(n, -1)
+        return obs
+
+    # -- checkpoints ------------------------------------------------------------------------------
+
+    def get_state(self, k: int) -> dict:
+        """Simulation k's episode as plain Python values (torch.load(weights_only=True) can read it):
+        the setting, task index, the batch's state row (mjSTATE_INTEGRATION), the torso x read by Ant's
+        next forward reward, the last observation, elapsed steps and the Generator's state."""
+        k = self._sim(k)
+        rng = self._rngs[k]
+        return {
+            "setting": self._setting(),
+            "task_index": int(self._task[k]),
+            "mujoco_integration_state": self._state[k].tolist(),
+            "x_before": float(self._x_before[k]) if self._is_ant else None,
+            "cfrc_ext": self._cfrc[k].tolist() if self._is_ant else None,
+            "observation": self._obs[k].tolist(),
+            "elapsed_steps": int(self._elapsed[k]),
+            "was_reset": bool(self._was_reset[k]),
+            "np_random_state": None if rng is None else _plain(rng.bit_generator.state),
+            "np_random_seed": self._seeds[k],
+        }
+
+    def set_state(self, k: int, state: dict) -> np.ndarray:
+        """Restore a get_state() dict (from a BatchedEnv of the same setting) into simulation k;
+        returns its observation."""
+        k = self._sim(k)
+        if state["setting"] != self._setting():
+            raise ValueError(f"state was saved with setting {state['setting']}, this env has {self._setting()}")
+        row = np.asarray(state["mujoco_integration_state"], dtype=np.float64)
+        if row.shape != self._state[k].shape:
+            raise ValueError(f"MuJoCo state has {row.size} values, this model needs {self._state.shape[1]}")
+        self.set_task([k], state["task_index"])
+        self._state[k] = row
+        if self._is_ant:
+            self._x_before[k] = state["x_before"]
+            self._cfrc[k] = np.asarray(state["cfrc_ext"], dtype=np.float64)
+        self._obs[k] = np.asarray(state["observation"], dtype=np.float64)
+        self._elapsed[k] = state["elapsed_steps"]
+        self._was_reset[k] = state["was_reset"]
+        if state["np_random_state"] is None:
+            self._rngs[k] = None
+        else:
+            bit_generator = getattr(np.random, state["np_random_state"]["bit_generator"])()
+            bit_generator.state = state["np_random_state"]
+            self._rngs[k] = np.random.Generator(bit_generator)
+        self._seeds[k] = state["np_random_seed"]
+        return self._obs[k].copy()
+
+    # -- helpers ----------------------------------------------------------------------------------
+
+    def _setting(self) -> dict:
+        return {
+            "env_id": self.env_id,
+            "experiment": self.experiment,
+            "strategy": self.strategy if self.experiment != "none" else None,
+            "friction_mode": self.friction_mode if self.experiment == "slippery" else None,
+        }
+
+    def _sim(self, k) -> int:
+        k = operator.index(k)
+        if not 0 <= k < self.num_sims:
+            raise IndexError(f"simulation {k} out of range 0..{self.num_sims - 1}")
+        return k
+
+    def _ids(self, sim_ids) -> np.ndarray:
+        if sim_ids is None:
+            return np.arange(self.num_sims)
+        ids = np.asarray(sim_ids, dtype=np.int64).reshape(-1)
+        if ids.size and (ids.min() < 0 or ids.max() >= self.num_sims):
+            raise IndexError(f"simulation ids {ids.tolist()} out of range 0..{self.num_sims - 1}")
+        if np.unique(ids).size != ids.size:
+            raise ValueError(f"simulation ids {ids.tolist()} repeat")
+        return ids
