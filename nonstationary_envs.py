@@ -553,10 +553,11 @@ class BatchedEnv:
     # -- episodes ---------------------------------------------------------------------------------
 
     def reset(self, sim_ids=None, seeds=None) -> np.ndarray:
-        """Reset simulations ``sim_ids`` (None: all) as gymnasium's ``env.reset(seed=seeds[i])``.
+        """Reset simulations ``sim_ids`` (None: all; any order) as gymnasium's ``env.reset(seed=seeds[i])``.
 
         With a seed, the simulation's Generator is ``gymnasium.utils.seeding.np_random(seed)``; with
-        None it continues (created unseeded on first use, as gymnasium's). Returns their observations.
+        None it continues (created unseeded on first use, as gymnasium's). Returns their observations,
+        in the order of ``sim_ids``.
         """
         ids = self._ids(sim_ids)
         if seeds is None:
@@ -564,7 +565,8 @@ class BatchedEnv:
         elif len(seeds) != len(ids):
             raise ValueError(f"{len(seeds)} seeds for {len(ids)} simulations")
         batch = self._batch
-        batch.reset(ids, stage=_STAGE_NONE)  # mj_resetData
+        sorted_ids = np.sort(ids)  # the batch takes sorted ids; the caller's order is kept for obs
+        batch.reset(sorted_ids, stage=_STAGE_NONE)  # mj_resetData
         noise = self._noise
         for k, seed in zip(ids.tolist(), seeds):
             if seed is not None:
@@ -575,7 +577,7 @@ class BatchedEnv:
             # reset_model of half_cheetah_v5 / ant_v5: the same draws in the same order and dtype
             self._qpos[k] = self._init_qpos + rng.uniform(low=-noise, high=noise, size=self._nq)
             self._qvel[k] = self._init_qvel + noise * rng.standard_normal(self._nv)
-        batch.forward(ids)  # set_state's mj_forward
+        batch.forward(sorted_ids)  # set_state's mj_forward
         if self._is_ant:
             # after mj_resetData + mj_forward, cfrc_ext is whatever mj_forward left (no rnePostConstraint)
             self._cfrc[ids] = self._cfrc_out[ids]
