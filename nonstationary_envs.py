@@ -498,11 +498,17 @@ class BatchedEnv:
             self._cfrc_views = [d.cfrc_ext for d in self._datas]
             self._models: list[mujoco.MjModel] = [batch.get_model(k) for k in range(self.num_sims)]
             self._cfrc = np.zeros((self.num_sims, model.nbody, 6))
+            self._clipped = np.zeros((self.num_sims, model.nbody, 6))
+            offset, size = self._state_slice("qpos")
+            assert np.shares_memory(self._state[:, offset : offset + nq], self._qpos)
+            assert self._state_slice("qvel") == (offset + nq, nv)
+            self._qpos_qvel = self._state[:, offset : offset + nq + nv]
             # torso x from the last call (kinematics at the start of the last substep, as data.xpos)
             self._x_before = np.zeros(self.num_sims)
 
         self._elapsed = np.zeros(self.num_sims, dtype=np.int64)
         self._was_reset = np.zeros(self.num_sims, dtype=bool)
+        self._all_reset = False
         self._rngs: list[np.random.Generator | None] = [None] * self.num_sims
         self._seeds: list[int | None] = [None] * self.num_sims
         self._obs = np.zeros((self.num_sims, self.observation_dim))
@@ -597,10 +603,13 @@ class BatchedEnv:
         actions = np.asarray(actions)
         if actions.shape != (self.num_sims, self.action_dim):
             raise ValueError(f"actions must have shape {(self.num_sims, self.action_dim)}, got {actions.shape}")
-        if not self._was_reset.all():
-            raise RuntimeError(f"simulations {np.flatnonzero(~self._was_reset).tolist()} were never reset")
+        if not self._all_reset:
+            if not self._was_reset.all():
+                raise RuntimeError(f"simulations {np.flatnonzero(~self._was_reset).tolist()} were never reset")
+            self._all_reset = True
         self._ctrl[:] = actions
-        ctrl_cost = self._ctrl_cost_weight * np.sum(np.square(actions), axis=1)
+        # np.add.reduce is np.sum without its Python wrapper: the same pairwise sum per row
+        ctrl_cost = self._ctrl_cost_weight * np.add.reduce(np.square(actions), axis=1)
         if self._is_ant:
             x_before = self._x_before.copy()
         else:
@@ -619,13 +628,13 @@ class BatchedEnv:
             x_after = self._qpos[:, 0]
         x_velocity = (x_after - x_before) / self.dt
         if self._is_ant:
-            qpos, qvel = self._qpos, self._qvel
             min_z, max_z = self._healthy_z_range
-            z = qpos[:, 2]
-            healthy = np.isfinite(qpos).all(axis=1) & np.isfinite(qvel).all(axis=1) & (min_z <= z) & (z <= max_z)
+            z = self._qpos[:, 2]
+            # state_vector() = (qpos, qvel): one slice of the state rows
+            healthy = np.logical_and.reduce(np.isfinite(self._qpos_qvel), axis=1) & (min_z <= z) & (z <= max_z)
             min_value, max_value = self._contact_force_range
-            contact_forces = np.clip(self._cfrc, min_value, max_value)
-            contact_cost = self._contact_cost_weight * np.sum(
+            contact_forces = np.clip(self._cfrc, min_value, max_value, out=self._clipped)
+            contact_cost = self._contact_cost_weight * np.add.reduce(
                 np.square(contact_forces).reshape(self.num_sims, -1), axis=1
             )
             forward_reward = x_velocity * self._forward_reward_weight
@@ -698,6 +707,7 @@ class BatchedEnv:
         self._obs[k] = np.asarray(state["observation"], dtype=np.float64)
         self._elapsed[k] = state["elapsed_steps"]
         self._was_reset[k] = state["was_reset"]
+        self._all_reset = False
         if state["np_random_state"] is None:
             self._rngs[k] = None
         else:
@@ -708,6 +718,12 @@ class BatchedEnv:
         return self._obs[k].copy()
 
     # -- helpers ----------------------------------------------------------------------------------
+
+    def _state_slice(self, field: str) -> tuple[int, int]:
+        """(offset, size) of a state field in the batch's state rows."""
+        view = self._batch.bind(field).reshape(self.num_sims, -1)
+        offset = (view.__array_interface__["data"][0] - self._state.__array_interface__["data"][0]) // 8
+        return int(offset), view.shape[1]
 
     def _setting(self) -> dict:
         return {
