@@ -493,7 +493,9 @@ class BatchedEnv:
             self._cfrc_out = batch.bind("cfrc_ext")
             # One MjData per simulation, refreshed from the batch with get_data(k, data) after each step
             # (allocation-free), where mj_rnePostConstraint computes cfrc_ext as gymnasium's
-            # do_simulation does. Per-simulation models carry the task's fields.
+            # do_simulation does. Per-simulation models carry the task's fields (mj_rnePostConstraint
+            # reads neither friction nor gear, so the shared model would give the same values; this is
+            # for safety, refreshed only in set_task).
             self._datas = [batch.get_data(k) for k in range(self.num_sims)]
             self._cfrc_views = [d.cfrc_ext for d in self._datas]
             self._models: list[mujoco.MjModel] = [batch.get_model(k) for k in range(self.num_sims)]
