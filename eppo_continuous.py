@@ -514,7 +514,8 @@ def log_update(run, batch: dict, means: dict) -> None:
     for k, log in updated_seeds(run):
         var_y = np.var(y_true[k])
         log("charts/learning_rate", run.agent.actor_optimizer.param_groups[0]["lr"])
-        for name in ("value_loss", "policy_loss", "entropy", "old_approx_kl", "approx_kl", "clipfrac", "nll", "hyperprior"):
+        for name in ("value_loss", "policy_loss", "entropy", "old_approx_kl", "approx_kl", "clipfrac",
+                     "nll", "hyperprior"):  # EPPO: + the critic loss's two terms
             log(f"losses/{name}", means[name][k])
         log("losses/explained_variance", np.nan if var_y == 0 else 1 - np.var(y_true[k] - y_pred[k]) / var_y)
         # EPPO: the evidence on the rollout that the update used and the critic's gradient (docs/eppo.md)
