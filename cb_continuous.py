@@ -1,37 +1,14 @@
 """CB (PPO with continual backpropagation) for continuous control under non-stationary MuJoCo dynamics.
 
-CB: Dohare et al., "Loss of plasticity in deep continual learning" (Nature, 2024),
-https://github.com/shibhansh/loss-of-plasticity (generate-and-test: lop/algos/gnt.py; PPO: lop/algos/rl/ppo.py).
-PPO plus, after every minibatch optimizer step, generate-and-test on every hidden layer of the actor's mean
-network and of the critic: units older than ``maturity_threshold`` steps with the lowest contribution utility
-are re-initialized at ``replacement_rate`` per step, and L2 regularization (``weight_decay``, through Adam) on
-every parameter (EPPO paper, Appendix B, "CB details"). This file is ``ppo_continuous.py`` with the method's
-changes, each marked ``# CB:`` (``diff ppo_continuous.py cb_continuous.py`` shows the method). With
-``--num-seeds K`` every seed has its own unit ages, utilities and replacements.
+CB: Dohare et al., "Loss of plasticity in deep continual learning" (Nature, 2024), https://github.com/shibhansh/
+loss-of-plasticity: PPO plus generate-and-test on every hidden layer and L2 regularization (EPPO paper, Appendix B,
+"CB details"; docs/baselines.md). This file is the PPO template, ppo_continuous.py, with the method's changes, each
+marked ``# CB:`` (``diff ppo_continuous.py cb_continuous.py`` shows the method).
 
-The PPO template's description follows.
-Paper: "Evidential Proximal Policy Optimization" (Appendix B, hyperparameter table; Algorithm 1 in black).
-CleanRL's reference script: https://docs.cleanrl.dev/rl-algorithms/ppo/#ppo_continuous_actionpy
-
-What differs from CleanRL's ``ppo_continuous_action.py`` and why:
-- The environment changes every ``steps_per_task`` steps (``nonstationary_envs.py``: slippery floors, paralysed joints).
-- Separate actor and critic MLPs [256, 256] with Linear -> LayerNorm -> ReLU and separate Adam optimizers
-  (paper, Appendix B), no learning-rate annealing by default (annealing to zero would stop adaptation).
-- Correct episode boundaries under gymnasium 1.x: episodes are reset in the same step they end (no junk
-  transition) and time-limit truncations bootstrap from the value of the true final observation.
-- Observation/reward normalization (running statistics, clipped to +-10) is done in this file on plain arrays
-  instead of a wrapper stack, which more than halves the per-step overhead; the critic and the old log-probs are
-  computed in one batched forward pass after the rollout instead of once per step.
-- The paper's evaluation protocol: deterministic policy on separate environments set to the current task,
-  seeded with seed + 100, at step 0, every ``eval_frequency`` steps and at the last step of every task.
-- Checkpoint/resume (bit-identical on CPU), preemption handling, validated flags, non-finite-step guards and
-  plasticity diagnostics at every task end.
-- ``--num-seeds K`` trains seeds seed, ..., seed + K - 1 in one process as K independent agents: every network
-  holds K stacked copies (``StackedLinear``: one batched matmul serves all seeds), each seed has its own
-  environments, normalization, random generator, optimizer slice and run directory, and everything that
-  reduces over samples (losses, advantage normalization, gradient clipping, non-finite skips) reduces per seed.
-  The math below is written for one seed: its reductions run over the last (sample) axis, so the same lines
-  serve a leading seed axis. On the CPU a seed's results do not depend on K or on its position in the batch.
+Read top to bottom: the flags, the networks, the math, then the phases of one iteration (advantages, update
+with the loss of one minibatch, logging) and a short main. Below the marker line is the plumbing that all five
+scripts share byte for byte (seeds, environments, evaluation, checkpoints, outputs, command line):
+docs/reading-guide.md says what is where.
 """
 
 import contextlib
@@ -51,6 +28,7 @@ import time
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Literal, Optional
 
 import gymnasium as gym
@@ -64,85 +42,12 @@ from torch.optim.adam import adam as adam_update
 import nonstationary_envs
 import plasticity_metrics
 
-EXIT_INVALID_CONFIG = 2
-EXIT_NONFINITE = 3
-EXIT_PREEMPTED = 75
-CHECKPOINT_FORMAT = 2  # 2: every tensor of the per-seed state has a leading seed axis of length 1
-# Args that may change between a run and its resumption without changing the experiment (a seed's results do
-# not depend on the other seeds trained beside it, so the group it runs in may change too).
-RESUME_IGNORED_ARGS = ("overwrite", "cuda", "track", "wandb_project_name", "wandb_entity", "max_nonfinite_skips",
-                       "num_seeds", "run_dir", "env_threads")
-# From this many seeds per process up, the default (`--cuda` not given explicitly) trains on CUDA when it is
-# available: below it one CPU core is faster (docs/batched-seeds.md has the measurements).
-CUDA_MIN_SEEDS = 8
-
 
 @dataclass
 class Args:
-    exp_name: str = os.path.basename(__file__)[: -len(".py")]
-    """the name of this experiment (part of the default run directory)"""
-    seed: int = 1
-    """seed of the experiment (the evaluation environments use seed + 100)"""
-    num_seeds: int = 1
-    """train seeds seed, seed + 1, ..., seed + num_seeds - 1 in this process as independent agents (batched)"""
-    torch_deterministic: bool = True
-    """make torch deterministic (`torch.use_deterministic_algorithms`; see docs/long-runs.md for the CUDA cost)"""
-    cuda: bool = True
-    """use CUDA when it is available and --num-seeds >= CUDA_MIN_SEEDS (faster there, measured); an explicit
-    `--cuda` forces CUDA whatever the number of seeds, `--no-cuda` forces the CPU"""
-    torch_threads: int = 1
-    """torch intra-op threads on the CPU (1 is fastest for these network sizes and keeps results bit-identical)"""
-    track: bool = False
-    """log to Weights & Biases (group = experiment/env/strategy, job_type = method)"""
-    wandb_project_name: str = "eppo"
-    """the wandb project name"""
-    wandb_entity: Optional[str] = None
-    """the wandb entity (team)"""
-    run_dir: Optional[str] = None
-    """output directory (default `runs/{run_name}`), `{seed}` in it is replaced by each seed (required with
-    --num-seeds > 1); re-running with an existing run directory resumes it"""
-    overwrite: bool = False
-    """delete the outputs of a previous run in `run_dir` whose configuration differs, instead of refusing"""
+    """PPO's hyperparameters (paper, Appendix B). The run's settings (environment, schedule, seeds, evaluation,
+    outputs) are ``RunArgs``, below the marker; the command line takes both."""
 
-    # Environment and non-stationarity schedule
-    env_id: Literal["HalfCheetah-v5", "Ant-v5"] = "HalfCheetah-v5"
-    """the MuJoCo environment"""
-    experiment: Literal["slippery", "paralysis", "none"] = "paralysis"
-    """the non-stationarity: floor friction (slippery), joint torque (paralysis) or none (stationary)"""
-    strategy: str = "back-one"
-    """slippery: decreasing | increasing; paralysis on Ant: back-one | front-one | back-two | front-two | cross |
-    parallel; on HalfCheetah: back-one | front-one | cross-v1 | cross-v2 (ignored when experiment is none)"""
-    friction_mode: Literal["floor", "governing"] = "floor"
-    """floor: change only the floor's friction (the paper); governing: the floor's friction governs every contact"""
-    steps_per_task: int = 500000
-    """environment steps per task; total steps = steps_per_task * num_tasks"""
-    num_tasks: int = 0
-    """number of tasks to run from the start of the schedule (0 = the whole schedule: 15 slippery, 9 paralysis)"""
-    max_episode_steps: int = 1000
-    """episode length limit (truncation) for training and evaluation"""
-    num_envs: int = 1
-    """the number of parallel training environments per seed (stepped in this process)"""
-    env_threads: int = 1
-    """step the environments of all seeds from this many threads (MuJoCo releases the GIL in mj_step); results
-    do not depend on it; 1 steps them in the main thread"""
-
-    # Evaluation, checkpoints and outputs
-    eval_frequency: int = 20000
-    """evaluate every this many steps (and at step 0 and at the last step of every task)"""
-    eval_episodes: int = 10
-    """evaluation episodes per evaluation (run as parallel environments seeded seed + 100 + i)"""
-    checkpoint_frequency: int = 100000
-    """write `checkpoint.pt` every this many steps (and after every task end); 0 = only at task ends"""
-    max_nonfinite_skips: int = 100
-    """stop (exit code 3) after this many consecutive minibatch steps with a non-finite loss or gradient"""
-    save_states: bool = False
-    """store visited observations (float16) in `states.npz` for the exploration (coverage) analysis"""
-    save_states_every: int = 10
-    """with `--save-states`, keep every n-th training observation"""
-    plasticity_states: int = 2000
-    """maximum number of evaluation states used for the plasticity metrics"""
-
-    # PPO (paper, Appendix B)
     learning_rate: float = 3e-4
     """Adam learning rate of the actor and of the critic"""
     anneal_lr: bool = False
@@ -195,95 +100,28 @@ def method_name(args: Args) -> str:
     return "CB"  # CB:
 
 
-def make_env(args: Args, seed: int) -> gym.Env:
-    """One non-stationary environment; the rollout steps ``env.unwrapped`` directly (no wrapper overhead)."""
-    env = nonstationary_envs.make_nonstationary_env(
-        args.env_id, args.experiment, args.strategy, friction_mode=args.friction_mode
-    )
-    env.action_space.seed(seed)
-    return env
+def run_tag(args: Args) -> str:
+    """The method's part of the default run directory's name."""
+    return args.exp_name
 
 
-def aligned(x: torch.Tensor) -> torch.Tensor:
-    """x itself when its data starts on a 64-byte boundary, else an aligned copy: MKL takes another code path for
-    misaligned data (other rounding), so a seed's slice of a stacked tensor must not be computed misaligned."""
-    return x if x.data_ptr() % 64 == 0 else x.clone()
+def validate_method(args: Args) -> None:
+    """The method's own checks of its flags (after the shared ones)."""
+    if not 0 <= args.replacement_rate <= 1:  # CB:
+        raise ValueError(f"--replacement-rate must be in [0, 1], got {args.replacement_rate}")
+    if args.maturity_threshold < 0:
+        raise ValueError(f"--maturity-threshold must be >= 0, got {args.maturity_threshold}")
+    if not 0 <= args.utility_decay < 1:
+        raise ValueError(f"--utility-decay must be in [0, 1), got {args.utility_decay}")
+    if not 0 <= args.weight_decay < math.inf:
+        raise ValueError(f"--weight-decay must be a finite number >= 0, got {args.weight_decay}")
 
 
-class AlignedGradient(torch.autograd.Function):
-    """The identity, whose backward hands the layer below an aligned gradient (a slice of the stacked one)."""
-
-    @staticmethod
-    def forward(ctx, x):
-        return x.view_as(x)
-
-    @staticmethod
-    def backward(ctx, grad):
-        return aligned(grad)
-
-
-class StackedLinear(nn.Module):
-    """One ``nn.Linear`` per seed: ``weight[k]`` (out x in) and ``bias[k, 0]`` are seed k's parameters, and
-    x (seeds, samples, in) -> (seeds, samples, out).
-
-    On CUDA one batched matmul serves all seeds. On the CPU each seed gets its own ``F.linear``: MKL's batched
-    matmul changes its blocking with the number of matrices, which would make a seed's results depend on the
-    seeds beside it, and batching saves no arithmetic on one core anyway.
-    """
-
-    def __init__(self, num_seeds: int, in_features: int, out_features: int):
-        super().__init__()
-        self.weight = nn.Parameter(torch.empty(num_seeds, out_features, in_features))
-        self.bias = nn.Parameter(torch.empty(num_seeds, 1, out_features))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if x.is_cuda:
-            return torch.baddbmm(self.bias, x, self.weight.transpose(1, 2))
-        if len(x) == 1:  # one seed: the same F.linear on views (no splitting, stacking or zero-filled gradients)
-            return F.linear(x.squeeze(0), self.weight.squeeze(0), self.bias.view(-1)).unsqueeze(0)
-        outputs = [F.linear(aligned(x_k), aligned(weight_k), bias_k[0])
-                   for x_k, weight_k, bias_k in zip(x.unbind(0), self.weight.unbind(0), self.bias.unbind(0))]
-        if torch.is_grad_enabled():
-            outputs = [AlignedGradient.apply(output) for output in outputs]
-        return torch.stack(outputs)
-
-
-class StackedLayerNorm(nn.Module):
-    """One ``nn.LayerNorm`` per seed (elementwise affine parameters of shape (seeds, 1, dim))."""
-
-    def __init__(self, num_seeds: int, dim: int):
-        super().__init__()
-        self.weight = nn.Parameter(torch.ones(num_seeds, 1, dim))
-        self.bias = nn.Parameter(torch.zeros(num_seeds, 1, dim))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.addcmul(self.bias, F.layer_norm(x, x.shape[-1:]), self.weight)
-
-
-def layer_init(layer: StackedLinear, generators: list, std: float = np.sqrt(2), bias_const: float = 0.0) -> StackedLinear:
-    """CleanRL's orthogonal initialization, seed k's slice drawn from seed k's generator only."""
-    with torch.no_grad():
-        for weight, generator in zip(layer.weight, generators):
-            torch.nn.init.orthogonal_(weight, std, generator=generator)
-        layer.bias.fill_(bias_const)
-    return layer
-
-
-def mlp_trunk(input_dim: int, hidden_dim: int, generators: list) -> nn.Sequential:
-    """Linear -> LayerNorm -> ReLU, twice (paper, Appendix B)."""
-    num_seeds = len(generators)
-    return nn.Sequential(
-        layer_init(StackedLinear(num_seeds, input_dim, hidden_dim), generators),
-        StackedLayerNorm(num_seeds, hidden_dim),
-        nn.ReLU(),
-        layer_init(StackedLinear(num_seeds, hidden_dim, hidden_dim), generators),
-        StackedLayerNorm(num_seeds, hidden_dim),
-        nn.ReLU(),
-    )
+# ---- Networks: one actor and one critic per seed (K stacked copies; the layers are below the marker) ----
 
 
 class Critic(nn.Module):
-    """Value network of every seed: (seeds, samples, obs_dim) -> (seeds, samples)."""
+    """Value network: (seeds, samples, obs_dim) -> (seeds, samples)."""
 
     def __init__(self, obs_dim: int, hidden_dim: int, generators: list):
         super().__init__()
@@ -308,7 +146,7 @@ class Critic(nn.Module):
 
 
 class Actor(nn.Module):
-    """Diagonal Gaussian policy of every seed with a state-independent log standard deviation."""
+    """Diagonal Gaussian policy with a state-independent log standard deviation: forward gives the mean."""
 
     def __init__(self, obs_dim: int, action_dim: int, hidden_dim: int, generators: list):
         super().__init__()
@@ -321,14 +159,6 @@ class Actor(nn.Module):
 
     features = Critic.features
     hidden_activations = Critic.hidden_activations
-
-
-def single_seed_network(network: nn.Module, seed_index: int) -> nn.Module:
-    """A copy of a stacked network that holds only seed ``seed_index``'s parameters (a one-seed network)."""
-    single = copy.deepcopy(network)
-    for parameter, source in zip(single.parameters(), network.parameters()):
-        parameter.data = source.data[seed_index : seed_index + 1].clone()
-    return single
 
 
 # CB: SeedwiseAdam's per-entry moment buffers (its per-seed step counts are left as they are, as torch.optim.Adam's
@@ -348,20 +178,13 @@ def contribution_utility(hidden_activation: torch.Tensor, outgoing_weight: torch
 
 class GenerateAndTest:
     """CB: continual backpropagation's generate-and-test (Dohare et al., 2024) on every hidden layer of one
-    stacked MLP, for every seed on its own.
+    stacked MLP, every seed on its own (docs/baselines.md details each step). ``step(hidden_activations,
+    stepping)`` runs after every optimizer step with that minibatch's post-activation outputs, (seeds, batch,
+    units) per layer: the stepped seeds' units age, their contribution utilities enter a bias-corrected moving
+    average, and the mature units of lowest utility are re-initialized (incoming weights from the layer's
+    orthogonal initialization with the seed's generator, outgoing weights 0, optionally zero Adam moments)."""
 
-    ``step(hidden_activations, stepping)`` runs after every optimizer step with the post-activation outputs of
-    that minibatch's forward pass, (seeds, batch, units) per layer, for the seeds that stepped. Every unit of such
-    a seed ages by one and its contribution utility enters an exponential moving average (decay
-    ``utility_decay``, Adam-style bias correction by its age). Of a seed's units older than
-    ``maturity_threshold``, ``replacement_rate`` times their number per step (fractions carried over) with the
-    lowest utility are replaced: incoming weights drawn afresh from the layer's orthogonal initialization with
-    that seed's generator, bias 0, LayerNorm gain 1 and bias 0, outgoing weights 0 (the next layer does not read
-    the new unit at first; it does enter its own LayerNorm's statistics), age and utility 0, and
-    (``reset_optimizer_state``) zero Adam moments on all those entries. Ages and utilities are (seeds, units).
-    """
-
-    def __init__(self, trunk: nn.Sequential, head: StackedLinear, optimizer: optim.Optimizer, generators: list,
+    def __init__(self, trunk: nn.Sequential, head: "StackedLinear", optimizer: optim.Optimizer, generators: list,
                  replacement_rate: float, maturity_threshold: int, utility_decay: float, init_gain: float = np.sqrt(2),
                  reset_optimizer_state: bool = True):
         # Hidden layer i: incoming linears[i], normalization layer_norms[i], outgoing linears[i + 1].
@@ -486,6 +309,26 @@ class GenerateAndTest:
         self.pending_replacements = state["pending_replacements"].numpy().astype(np.float64)
 
 
+def make_agent(args: Args, obs_dim: int, action_dim: int, generators: list, device: torch.device):
+    """Everything the method learns or keeps between updates; the checkpoint saves each entry by its name.
+    Separate actor and critic with separate Adam optimizers (paper, Appendix B)."""
+    actor = Actor(obs_dim, action_dim, args.hidden_dim, generators).to(device)
+    critic = Critic(obs_dim, args.hidden_dim, generators).to(device)
+    # CB: L2 regularization through Adam's weight_decay (gradient += weight_decay * weight), on every parameter
+    actor_optimizer = SeedwiseAdam(actor.parameters(), lr=args.learning_rate, eps=1e-5, weight_decay=args.weight_decay)
+    critic_optimizer = SeedwiseAdam(critic.parameters(), lr=args.learning_rate, eps=1e-5, weight_decay=args.weight_decay)
+    # CB: one generate-and-test per network: the actor's mean network (trunk and mean head) and the critic
+    settings = dict(generators=generators, replacement_rate=args.replacement_rate, utility_decay=args.utility_decay,
+                    maturity_threshold=args.maturity_threshold, reset_optimizer_state=args.reset_optimizer_state)
+    return Agent(actor=actor, critic=critic,
+                 actor_optimizer=actor_optimizer, critic_optimizer=critic_optimizer,
+                 actor_generate_and_test=GenerateAndTest(actor.trunk, actor.mean_head, actor_optimizer, **settings),
+                 critic_generate_and_test=GenerateAndTest(critic.trunk, critic.head, critic_optimizer, **settings))
+
+
+# ---- The math (pure functions; written for one seed, the sample axis last) ----
+
+
 def gaussian_log_prob(actions: torch.Tensor, mean: torch.Tensor, log_std: torch.Tensor) -> torch.Tensor:
     """log N(actions | mean, exp(log_std)^2) summed over action dimensions (closed form, no torch.distributions)."""
     z = (actions - mean) * torch.exp(-log_std)
@@ -515,13 +358,308 @@ def gae(rewards, values, next_values, terminations, dones, gamma: float, gae_lam
 
 
 def normalize_advantages(advantages: torch.Tensor) -> torch.Tensor:
-    """(A - mean) / (std + 1e-8) over the samples (last axis) of each seed: Algorithm 1, line 19."""
+    """(A - mean) / (std + 1e-8) over the samples (last axis) of each seed: Algorithm 1, line 19. Each seed's row
+    is not made contiguous first (CB: as its results were recorded; ppo_continuous.py says why PPO does)."""
     return (advantages - advantages.mean(-1, keepdim=True)) / (advantages.std(-1, keepdim=True) + 1e-8)
+
+
+def ppo_loss(agent, mb, args: Args) -> tuple:
+    """The losses of one minibatch (Algorithm 1, lines 21-24), per seed: the clipped surrogate (plus the entropy
+    bonus) for the actor and the squared error for the critic; and what is logged of them."""
+    actor_activations = agent.actor.hidden_activations(mb["obs"])  # CB: every hidden layer's output, for GnT
+    new_log_probs = gaussian_log_prob(mb["actions"], agent.actor.mean_head(actor_activations[-1]), agent.actor.log_std)
+    log_ratio = new_log_probs - mb["old_log_probs"]
+    ratio = log_ratio.exp()
+    pg_loss = torch.max(-mb["advantages"] * ratio,
+                        -mb["advantages"] * torch.clamp(ratio, 1 - args.clip_coef, 1 + args.clip_coef)).mean(-1)
+    entropy = gaussian_entropy(agent.actor.log_std).squeeze(-1)
+    actor_loss = pg_loss - args.ent_coef * entropy
+
+    critic_activations = agent.critic.hidden_activations(mb["obs"])  # CB:
+    new_values = agent.critic.head(critic_activations[-1]).squeeze(-1)
+    if args.clip_vloss:
+        clipped_values = mb["values"] + torch.clamp(new_values - mb["values"], -args.clip_coef, args.clip_coef)
+        v_loss = torch.max((new_values - mb["returns"]) ** 2, (clipped_values - mb["returns"]) ** 2).mean(-1)
+    else:
+        v_loss = ((new_values - mb["returns"]) ** 2).mean(-1)  # Algorithm 1: plain MSE
+    critic_loss = v_loss
+
+    with torch.no_grad():
+        stats = {"policy_loss": pg_loss, "value_loss": v_loss, "entropy": entropy,
+                 "old_approx_kl": (-log_ratio).mean(-1), "approx_kl": ((ratio - 1) - log_ratio).mean(-1),
+                 "clipfrac": ((ratio - 1.0).abs() > args.clip_coef).float().mean(-1)}
+    return {"actor": actor_loss, "critic": critic_loss}, stats, (actor_activations, critic_activations)  # CB:
+
+
+# ---- One iteration: rollout (below the marker), advantages, update, logging ----
+
+
+def compute_advantages(agent, rollout, args: Args) -> dict:
+    """Algorithm 1, lines 5-19: the values of the visited and of the true next states, GAE, the returns and the
+    normalized advantages; the old log-probs for the ratio. Returns the batch, (seeds, samples, ...) tensors."""
+    with torch.no_grad():
+        values = agent.critic(rollout.obs).reshape(rollout.shape)
+        next_values = agent.critic(rollout.next_obs).reshape(rollout.shape)
+        old_log_probs = gaussian_log_prob(rollout.actions, agent.actor(rollout.obs), agent.actor.log_std)
+        # gae runs over time first: (T, seeds, envs) views of the (seeds, T, envs) rollout
+        advantages = time_major(gae(time_major(rollout.rewards), time_major(values), time_major(next_values),
+                                    time_major(rollout.terminations), time_major(rollout.dones), args.gamma,
+                                    args.gae_lambda))
+        returns = advantages + values
+    batch = {"obs": rollout.obs, "actions": rollout.actions, "old_log_probs": old_log_probs,
+             "advantages": flat(advantages), "returns": flat(returns), "values": flat(values)}
+    if args.norm_adv:  # Algorithm 1, line 19: normalized over each seed's whole batch, once, after the returns
+        batch["advantages"] = normalize_advantages(batch["advantages"])
+    return batch
+
+
+def update(run, batch: dict, args: Args) -> tuple:
+    """Algorithm 1, lines 20-25: update_epochs passes over the batch in minibatches, one step of each optimizer
+    per minibatch (each seed's own minibatch; a seed whose loss or gradient is not finite skips its step)."""
+    # CB: returns the units generate-and-test replaced per seed in this update, of the actor and of the critic
+    actor_replaced, critic_replaced = np.zeros(len(run.seeds), np.int64), np.zeros(len(run.seeds), np.int64)
+    for epoch in range(args.update_epochs):
+        for mb in minibatches(run, batch):
+            losses, stats, (actor_activations, critic_activations) = ppo_loss(run.agent, mb, args)  # CB:
+            stepped = optimizer_step(run, losses)
+            if stepped is None:  # too many non-finite steps in a row: the run stops with a checkpoint
+                return actor_replaced, critic_replaced  # CB:
+            # CB: generate-and-test after every optimizer step, on this minibatch's hidden outputs (stepped seeds)
+            actor_replaced += run.agent.actor_generate_and_test.step(actor_activations, stepped)
+            critic_replaced += run.agent.critic_generate_and_test.step(critic_activations, stepped)
+            record(run, stats, stepped)
+        if args.target_kl is not None and stats["approx_kl"].item() > args.target_kl:  # one seed (validate_args)
+            break
+    return actor_replaced, critic_replaced  # CB:
+
+
+def log_update(run, batch: dict, means: dict, replaced: tuple) -> None:
+    """CleanRL's charts/ and losses/ tags: each seed's means over the minibatch steps it took in this update."""
+    y_pred, y_true = batch["values"].cpu().numpy(), batch["returns"].cpu().numpy()
+    # CB: each seed's mean utility, actor and critic
+    utility = [run.agent.actor_generate_and_test.mean_utility(), run.agent.critic_generate_and_test.mean_utility()]
+    for k, log in updated_seeds(run):
+        var_y = np.var(y_true[k])
+        log("charts/learning_rate", run.agent.actor_optimizer.param_groups[0]["lr"])
+        for name in ("value_loss", "policy_loss", "entropy", "old_approx_kl", "approx_kl", "clipfrac"):
+            log(f"losses/{name}", means[name][k])
+        log("losses/explained_variance", np.nan if var_y == 0 else 1 - np.var(y_true[k] - y_pred[k]) / var_y)
+        # CB: replacements in this update, and utilities (actor and critic apart: their scales differ)
+        log("cb/replaced_units", replaced[0][k] + replaced[1][k])
+        log("cb/actor_replaced_units", replaced[0][k])
+        log("cb/critic_replaced_units", replaced[1][k])
+        log("cb/actor_mean_utility", utility[0][k])
+        log("cb/critic_mean_utility", utility[1][k])
+
+
+def set_learning_rate(run, args: Args) -> None:
+    """--anneal-lr: linearly to zero over the run (CleanRL); off by default."""
+    if args.anneal_lr:
+        for optimizer in (run.agent.actor_optimizer, run.agent.critic_optimizer):
+            optimizer.param_groups[0]["lr"] = args.learning_rate * (1.0 - (run.iteration - 1.0) / run.num_iterations)
+
+
+def main(argv: list) -> int:
+    args = parse_args(argv)
+    run = start_run(args, argv)  # seeds, envs, networks, outputs; resumes from a checkpoint; evaluates step 0
+    while run.iterating():  # False when the run is done or must stop (signal, too many non-finite steps)
+        set_learning_rate(run, args)
+        rollout = collect_rollout(run)  # evaluates, changes tasks and logs episodes on the way
+        if rollout is None:  # the run ended inside this rollout: an update would not be evaluated any more
+            break
+        batch = compute_advantages(run.agent, rollout, args)
+        replaced = update(run, batch, args)  # CB: and the units generate-and-test replaced
+        log_update(run, batch, update_means(run), replaced)
+        end_iteration(run)  # the shared logs, then a checkpoint when one is due
+    return finish_run(run)
+
+
+# ==== The plumbing: from this line to the end, every *_continuous.py is byte-identical (a test checks it) ====
+# Seeds stacked in one process, the per-seed optimizer, normalization, environment stepping and evaluation,
+# checkpoint and resume, CSV and TensorBoard output, the command line and its errors. The method above reaches it
+# through a few names: its Args, method_name, run_tag, validate_method, make_agent (the Agent: everything it
+# learns, saved by name), the rollout (collect_rollout), minibatches, optimizer_step, record, update_means,
+# updated_seeds, start_run, iterating, end_iteration and finish_run. docs/reading-guide.md has the map.
+
+EXIT_INVALID_CONFIG = 2
+EXIT_NONFINITE = 3
+EXIT_PREEMPTED = 75
+CHECKPOINT_FORMAT = 2  # 2: every tensor of the per-seed state has a leading seed axis of length 1
+# Args that may change between a run and its resumption without changing the experiment (a seed's results do
+# not depend on the other seeds trained beside it, so the group it runs in may change too).
+RESUME_IGNORED_ARGS = ("overwrite", "cuda", "track", "wandb_project_name", "wandb_entity", "max_nonfinite_skips",
+                       "num_seeds", "run_dir", "env_threads")
+# From this many seeds per process up, the default (`--cuda` not given explicitly) trains on CUDA when it is
+# available: below it one CPU core is faster (docs/batched-seeds.md has the measurements).
+CUDA_MIN_SEEDS = 8
+
+
+@dataclass
+class RunArgs:
+    """The run's settings, the same in every script: experiment, seeds, environment and schedule, evaluation,
+    checkpoints and outputs."""
+
+    exp_name: str = os.path.basename(__file__)[: -len(".py")]
+    """the name of this experiment (part of the default run directory)"""
+    seed: int = 1
+    """seed of the experiment (the evaluation environments use seed + 100)"""
+    num_seeds: int = 1
+    """train seeds seed, seed + 1, ..., seed + num_seeds - 1 in this process as independent agents (batched)"""
+    torch_deterministic: bool = True
+    """make torch deterministic (`torch.use_deterministic_algorithms`; see docs/long-runs.md for the CUDA cost)"""
+    cuda: bool = True
+    """use CUDA when it is available and --num-seeds >= CUDA_MIN_SEEDS (faster there, measured); an explicit
+    `--cuda` forces CUDA whatever the number of seeds, `--no-cuda` forces the CPU"""
+    torch_threads: int = 1
+    """torch intra-op threads on the CPU (1 is fastest for these network sizes and keeps results bit-identical)"""
+    track: bool = False
+    """log to Weights & Biases (group = experiment/env/strategy, job_type = method)"""
+    wandb_project_name: str = "eppo"
+    """the wandb project name"""
+    wandb_entity: Optional[str] = None
+    """the wandb entity (team)"""
+    run_dir: Optional[str] = None
+    """output directory (default `runs/{run_name}`), `{seed}` in it is replaced by each seed (required with
+    --num-seeds > 1); re-running with an existing run directory resumes it"""
+    overwrite: bool = False
+    """delete the outputs of a previous run in `run_dir` whose configuration differs, instead of refusing"""
+
+    # Environment and non-stationarity schedule
+    env_id: Literal["HalfCheetah-v5", "Ant-v5"] = "HalfCheetah-v5"
+    """the MuJoCo environment"""
+    experiment: Literal["slippery", "paralysis", "none"] = "paralysis"
+    """the non-stationarity: floor friction (slippery), joint torque (paralysis) or none (stationary)"""
+    strategy: str = "back-one"
+    """slippery: decreasing | increasing; paralysis on Ant: back-one | front-one | back-two | front-two | cross |
+    parallel; on HalfCheetah: back-one | front-one | cross-v1 | cross-v2 (ignored when experiment is none)"""
+    friction_mode: Literal["floor", "governing"] = "floor"
+    """floor: change only the floor's friction (the paper); governing: the floor's friction governs every contact"""
+    steps_per_task: int = 500000
+    """environment steps per task; total steps = steps_per_task * num_tasks"""
+    num_tasks: int = 0
+    """number of tasks to run from the start of the schedule (0 = the whole schedule: 15 slippery, 9 paralysis)"""
+    max_episode_steps: int = 1000
+    """episode length limit (truncation) for training and evaluation"""
+    num_envs: int = 1
+    """the number of parallel training environments per seed (stepped in this process)"""
+    env_threads: int = 1
+    """step the environments of all seeds from this many threads (MuJoCo releases the GIL in mj_step); results
+    do not depend on it; 1 steps them in the main thread"""
+
+    # Evaluation, checkpoints and outputs
+    eval_frequency: int = 20000
+    """evaluate every this many steps (and at step 0 and at the last step of every task)"""
+    eval_episodes: int = 10
+    """evaluation episodes per evaluation (run as parallel environments seeded seed + 100 + i)"""
+    checkpoint_frequency: int = 100000
+    """write `checkpoint.pt` every this many steps (and after every task end); 0 = only at task ends"""
+    max_nonfinite_skips: int = 100
+    """stop (exit code 3) after this many consecutive minibatch steps with a non-finite loss or gradient"""
+    save_states: bool = False
+    """store visited observations (float16) in `states.npz` for the exploration (coverage) analysis"""
+    save_states_every: int = 10
+    """with `--save-states`, keep every n-th training observation"""
+    plasticity_states: int = 2000
+    """maximum number of evaluation states used for the plasticity metrics"""
+
+
+@dataclass
+class Args(RunArgs, Args):  # noqa: F811 (the command line's Args: the method's fields first, then RunArgs')
+    pass
+
+
+# ---- Seeds stacked in one process: layers, optimizer, normalization ----
+
+
+def aligned(x: torch.Tensor) -> torch.Tensor:
+    """x itself when its data starts on a 64-byte boundary, else an aligned copy: MKL takes another code path for
+    misaligned data (other rounding), so a seed's slice of a stacked tensor must not be computed misaligned."""
+    return x if x.data_ptr() % 64 == 0 else x.clone()
+
+
+class AlignedGradient(torch.autograd.Function):
+    """The identity, whose backward hands the layer below an aligned gradient (a slice of the stacked one)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return aligned(grad)
+
+
+class StackedLinear(nn.Module):
+    """One ``nn.Linear`` per seed: ``weight[k]`` (out x in) and ``bias[k, 0]`` are seed k's parameters, and
+    x (seeds, samples, in) -> (seeds, samples, out).
+
+    On CUDA one batched matmul serves all seeds. On the CPU each seed gets its own ``F.linear``: MKL's batched
+    matmul changes its blocking with the number of matrices, which would make a seed's results depend on the
+    seeds beside it, and batching saves no arithmetic on one core anyway.
+    """
+
+    def __init__(self, num_seeds: int, in_features: int, out_features: int):
+        super().__init__()
+        self.weight = nn.Parameter(torch.empty(num_seeds, out_features, in_features))
+        self.bias = nn.Parameter(torch.empty(num_seeds, 1, out_features))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.is_cuda:
+            return torch.baddbmm(self.bias, x, self.weight.transpose(1, 2))
+        if len(x) == 1:  # one seed: the same F.linear on views (no splitting, stacking or zero-filled gradients)
+            return F.linear(x.squeeze(0), self.weight.squeeze(0), self.bias.view(-1)).unsqueeze(0)
+        outputs = [F.linear(aligned(x_k), aligned(weight_k), bias_k[0])
+                   for x_k, weight_k, bias_k in zip(x.unbind(0), self.weight.unbind(0), self.bias.unbind(0))]
+        if torch.is_grad_enabled():
+            outputs = [AlignedGradient.apply(output) for output in outputs]
+        return torch.stack(outputs)
+
+
+class StackedLayerNorm(nn.Module):
+    """One ``nn.LayerNorm`` per seed (elementwise affine parameters of shape (seeds, 1, dim))."""
+
+    def __init__(self, num_seeds: int, dim: int):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(num_seeds, 1, dim))
+        self.bias = nn.Parameter(torch.zeros(num_seeds, 1, dim))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.addcmul(self.bias, F.layer_norm(x, x.shape[-1:]), self.weight)
+
+
+def layer_init(layer: StackedLinear, generators: list, std: float = np.sqrt(2), bias_const: float = 0.0) -> StackedLinear:
+    """CleanRL's orthogonal initialization, seed k's slice drawn from seed k's generator only."""
+    with torch.no_grad():
+        for weight, generator in zip(layer.weight, generators):
+            torch.nn.init.orthogonal_(weight, std, generator=generator)
+        layer.bias.fill_(bias_const)
+    return layer
+
+
+def mlp_trunk(input_dim: int, hidden_dim: int, generators: list) -> nn.Sequential:
+    """Linear -> LayerNorm -> ReLU, twice (paper, Appendix B)."""
+    num_seeds = len(generators)
+    return nn.Sequential(
+        layer_init(StackedLinear(num_seeds, input_dim, hidden_dim), generators),
+        StackedLayerNorm(num_seeds, hidden_dim),
+        nn.ReLU(),
+        layer_init(StackedLinear(num_seeds, hidden_dim, hidden_dim), generators),
+        StackedLayerNorm(num_seeds, hidden_dim),
+        nn.ReLU(),
+    )
+
+
+def single_seed_network(network: nn.Module, seed_index: int) -> nn.Module:
+    """A copy of a stacked network that holds only seed ``seed_index``'s parameters (a one-seed network)."""
+    single = copy.deepcopy(network)
+    for parameter, source in zip(single.parameters(), network.parameters()):
+        parameter.data = source.data[seed_index : seed_index + 1].clone()
+    return single
 
 
 class SeedwiseAdam(optim.Optimizer):
     """Adam for parameters stacked over seeds (seed axis first), with each seed's own step count, gradient
-    clipping and step skipping.
+    clipping and step skipping; ``weight_decay`` is torch.optim.Adam's (L2, added to the gradient).
 
     On the CPU each seed's slices go through torch's fused Adam kernel on their own: the kernel computes a
     tensor's last (size mod vector width) entries on a scalar path with other rounding, so stepping a stacked
@@ -531,9 +669,9 @@ class SeedwiseAdam(optim.Optimizer):
     ``stepping`` is True: a skipped seed keeps its parameters, moments and step count.
     """
 
-    def __init__(self, params, lr: float, betas: tuple = (0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 0.0):  # CB: L2 regularization, as torch.optim.Adam's weight_decay
-        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay))
+    def __init__(self, params, lr: float, betas: tuple = (0.9, 0.999), eps: float = 1e-8, weight_decay: float = 0.0):
+        # weight_decay enters the state only when used, so a checkpoint without it (PPO's) loads as it always did
+        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, **({"weight_decay": weight_decay} if weight_decay else {})))
         self.params = self.param_groups[0]["params"]
         self.num_seeds = len(self.params[0])
         for p in self.params:
@@ -594,7 +732,7 @@ class SeedwiseAdam(optim.Optimizer):
     def step(self, stepping: Optional[np.ndarray] = None) -> None:
         group = self.param_groups[0]
         hyperparameters = dict(amsgrad=False, beta1=group["betas"][0], beta2=group["betas"][1], lr=group["lr"],
-                               weight_decay=group["weight_decay"], eps=group["eps"], maximize=False)  # CB:
+                               weight_decay=group.get("weight_decay", 0.0), eps=group["eps"], maximize=False)
         # as torch.optim.Adam, a parameter without a gradient is not stepped
         stepped = [i for i, p in enumerate(self.params) if p.grad is not None]
         if self.params[0].is_cuda and self.lockstep and stepping is None:
@@ -674,6 +812,75 @@ def stack_seeds(states: list):
     return first
 
 
+# ---- The run state ----
+
+
+class Agent(SimpleNamespace):
+    """What the method learns or keeps between updates (networks, optimizers, method state), made by make_agent.
+    The checkpoint stores each entry under its name: its ``state_dict()`` when it has one, else the entry itself
+    (an array with the seed axis first)."""
+
+
+class Run:
+    """Everything a run is, in one object. ``STATE`` lists the per-seed fields beside the agent's entries and
+    ``COUNTERS`` the shared ones: the checkpoint saves exactly these (with each seed's environment and generator
+    states) and a resume restores exactly these."""
+
+    STATE = ("obs_rms", "return_rms", "raw_obs", "discounted_return", "episode_return", "episode_length",
+             "nonfinite_skips_total")
+    COUNTERS = ("global_step", "iteration", "task_index", "timers")
+
+    def iterating(self) -> bool:
+        """Start the next iteration, or False when the run is done or has to stop."""
+        if self.global_step >= self.total_steps or self.exit_code:
+            return False
+        self.iteration += 1
+        num_seeds, device = len(self.seeds), self.device
+        self.minibatch_steps, self.skipped_this_update = np.zeros(num_seeds, np.int64), np.zeros(num_seeds, np.int64)
+        self.skip_reasons = [set() for _ in self.seeds]
+        self.critic_max_grad = torch.zeros(num_seeds, device=device)
+        self.stat_names, self.stat_sums, self.grad_norms = [], None, {}
+        return True
+
+    def checkpoint_state(self, k: int) -> dict:
+        """Seed k's checkpoint, in the format of a one-seed run."""
+        stacked = {name: value.state_dict() if hasattr(value, "state_dict") else value
+                   for name, value in [*vars(self.agent).items(), *((name, getattr(self, name)) for name in self.STATE)]}
+        return {"format": CHECKPOINT_FORMAT, "args": self.config_args[self.seeds[k]],
+                **{name: copy.deepcopy(getattr(self, name)) for name in self.COUNTERS}, **seed_slice(stacked, k),
+                "env_states": [nonstationary_envs.get_env_state(env) for env in self.envs[k]],
+                "rng": {"torch": self.generators[k].get_state()}}
+
+    def load(self, checkpoints: list) -> None:
+        """Restore the state of every seed from its checkpoint (all at the same step)."""
+        state = stack_seeds([{key: value for key, value in checkpoint.items()
+                              if key not in ("args", "rng", "env_states")} for checkpoint in checkpoints])
+        for name, value in [*vars(self.agent).items(), *((name, getattr(self, name)) for name in self.STATE)]:
+            if hasattr(value, "load_state_dict"):
+                value.load_state_dict(state[name])
+            else:
+                setattr(self.agent if name in vars(self.agent) else self, name, state[name].copy())
+        for name in self.COUNTERS:
+            setattr(self, name, state[name])
+        for seed_envs, checkpoint in zip(self.envs, checkpoints):
+            for env, env_state in zip(seed_envs, checkpoint["env_states"]):
+                nonstationary_envs.set_env_state(env, env_state)
+        for generator, checkpoint in zip(self.generators, checkpoints):
+            generator.set_state(checkpoint["rng"]["torch"])
+
+
+# ---- Environments and evaluation ----
+
+
+def make_env(args: Args, seed: int) -> gym.Env:
+    """One non-stationary environment; the rollout steps ``env.unwrapped`` directly (no wrapper overhead)."""
+    env = nonstationary_envs.make_nonstationary_env(
+        args.env_id, args.experiment, args.strategy, friction_mode=args.friction_mode
+    )
+    env.action_space.seed(seed)
+    return env
+
+
 def step_envs(env_index: list, actions: np.ndarray, pool: Optional[ThreadPoolExecutor] = None, threads: int = 1) -> list:
     """``env.step`` of every (seed k, env i, env) of ``env_index`` with action ``actions[k, i]``, in that order.
     With a thread pool, thread j steps entries j, j + threads, ...: each env is stepped by one thread with its
@@ -699,7 +906,7 @@ def evaluated_task(global_step: int, steps_per_task: int) -> int:
     return max(global_step - 1, 0) // steps_per_task
 
 
-def evaluate_policy(actor: Actor, eval_envs: list, task: int, obs_rms: RunningMeanStd, args: Args, seeds: list,
+def evaluate_policy(actor: nn.Module, eval_envs: list, task: int, obs_rms: RunningMeanStd, args: Args, seeds: list,
                     device, max_states: int = 0, pool: Optional[ThreadPoolExecutor] = None):
     """Run one episode per evaluation env with the deterministic (mean) action, on ``task``, with the observation
     statistics frozen. ``eval_envs[k][i]`` is seed ``seeds[k]``'s env i, reset with seeds[k] + 100 + i (paper,
@@ -737,53 +944,277 @@ def evaluate_policy(actor: Actor, eval_envs: list, task: int, obs_rms: RunningMe
     return returns, lengths, states
 
 
-def validate_args(args: Args) -> None:
-    """Reject a bad configuration up front, with a message that names the flag and the valid range."""
-    nonstationary_envs.validate_setting(args.env_id, args.experiment, args.strategy, args.friction_mode)
-    schedule_length = len(nonstationary_envs.task_schedule(args.env_id, args.experiment, args.strategy))
-    positive = ["steps_per_task", "num_steps", "num_envs", "minibatch_size", "update_epochs", "eval_frequency",
-                "eval_episodes", "max_episode_steps", "max_nonfinite_skips", "save_states_every", "hidden_dim",
-                "plasticity_states", "torch_threads", "num_seeds", "env_threads"]
-    for name in positive:
-        if getattr(args, name) < 1:
-            raise ValueError(f"--{name.replace('_', '-')} must be a positive integer, got {getattr(args, name)}")
-    if not 0 <= args.num_tasks <= schedule_length:
-        raise ValueError(f"--num-tasks must be in [0, {schedule_length}] for {args.experiment}/{args.strategy} "
-                         f"(0 = all {schedule_length} tasks), got {args.num_tasks}")
-    if args.checkpoint_frequency < 0:
-        raise ValueError(f"--checkpoint-frequency must be >= 0 (0 = only at task ends), got {args.checkpoint_frequency}")
-    batch_size = args.num_steps * args.num_envs
-    if batch_size % args.minibatch_size != 0:
-        raise ValueError(f"--minibatch-size {args.minibatch_size} must divide num_steps * num_envs = {batch_size}")
-    for name in ("steps_per_task", "eval_frequency"):
-        if getattr(args, name) % args.num_envs != 0:
-            raise ValueError(f"--{name.replace('_', '-')} must be a multiple of --num-envs {args.num_envs}")
-    if not args.learning_rate > 0:
-        raise ValueError(f"--learning-rate must be > 0, got {args.learning_rate}")
-    if not 0 < args.gamma <= 1 or not 0 <= args.gae_lambda <= 1:
-        raise ValueError(f"--gamma must be in (0, 1] and --gae-lambda in [0, 1], got {args.gamma}, {args.gae_lambda}")
-    if not args.clip_coef > 0 or not args.max_grad_norm > 0 or not args.normalization_clip > 0:
-        raise ValueError("--clip-coef, --max-grad-norm and --normalization-clip must be > 0")
-    if args.ent_coef < 0:
-        raise ValueError(f"--ent-coef must be >= 0, got {args.ent_coef}")
-    if args.num_seeds > 1:
-        if args.run_dir is not None and "{seed}" not in args.run_dir:
-            raise ValueError(f"--run-dir must contain {{seed}} with --num-seeds {args.num_seeds} (each seed writes its "
-                             f"own run directory), e.g. --run-dir runs/my_run/seed{{seed}}")
-        if args.track:
-            raise ValueError("--track logs one run per process: use --num-seeds 1, or `wandb sync` the seeds' run "
-                             "directories afterwards")
-        if args.target_kl is not None:
-            raise ValueError("--target-kl stops the update epochs of the whole process: use --num-seeds 1 with it")
-    # CB:
-    if not 0 <= args.replacement_rate <= 1:
-        raise ValueError(f"--replacement-rate must be in [0, 1], got {args.replacement_rate}")
-    if args.maturity_threshold < 0:
-        raise ValueError(f"--maturity-threshold must be >= 0, got {args.maturity_threshold}")
-    if not 0 <= args.utility_decay < 1:
-        raise ValueError(f"--utility-decay must be in [0, 1), got {args.utility_decay}")
-    if not 0 <= args.weight_decay < math.inf:
-        raise ValueError(f"--weight-decay must be a finite number >= 0, got {args.weight_decay}")
+def evaluate(run: Run, step: int) -> None:
+    """The paper's protocol: deterministic actions, frozen normalization, envs on the evaluated task; at step 0
+    and every task end also the plasticity metrics of both networks, each seed on its own states."""
+    args, seeds = run.args, run.seeds
+    eval_start = time.perf_counter()
+    task = evaluated_task(step, args.steps_per_task)
+    measure_plasticity = step == 0 or step % args.steps_per_task == 0
+    returns, lengths, visited = evaluate_policy(run.agent.actor, run.eval_envs, task, run.obs_rms, args, seeds,
+                                                run.device, args.plasticity_states if measure_plasticity else 0,
+                                                run.env_pool)
+    for k in range(len(seeds)):
+        run.evaluations_logs[k].write([step, task, returns.shape[1], returns[k].mean(), returns[k].std(),
+                                       returns[k].min(), returns[k].max()])
+        run.writers[k].add_scalar("eval/episodic_return", returns[k].mean(), step)
+        run.writers[k].add_scalar("eval/episodic_length", lengths[k].mean(), step)
+    run.timers["eval"] += time.perf_counter() - eval_start
+    run.last_eval_return[:] = returns.mean(axis=1)
+    if len(seeds) == 1:
+        message = f"eval step={step} task={task} return={returns.mean():.1f} +- {returns.std():.1f}"
+    else:
+        message = (f"eval step={step} task={task} return per seed: "
+                   + ", ".join(f"{seed}: {value:.0f}" for seed, value in zip(seeds, run.last_eval_return)))
+    (run.progress.write if run.progress else print)(message)
+    if measure_plasticity:
+        plasticity_start = time.perf_counter()
+        with torch.inference_mode():
+            for network_name, network in (("critic", run.agent.critic), ("actor", run.agent.actor)):
+                for k in range(len(seeds)):  # per seed: its own states through its own network
+                    activations = single_seed_network(network, k).hidden_activations(
+                        torch.from_numpy(visited[k]).to(run.device)[None])
+                    activations = [layer[0] for layer in activations]
+                    metrics = {"effective_rank": plasticity_metrics.effective_rank(activations[-1]),
+                               "stable_rank": plasticity_metrics.stable_rank(activations[-1]),
+                               "dormant_percent": plasticity_metrics.dormant_unit_percentage(activations)}
+                    for key, value in metrics.items():
+                        run.writers[k].add_scalar(f"plasticity/{network_name}_{key}", value, step)
+                    run.plasticity_logs[k].write([step, task, network_name, *metrics.values()])
+        run.timers["plasticity"] += time.perf_counter() - plasticity_start
+
+
+# ---- The rollout ----
+
+
+def time_major(x: torch.Tensor) -> torch.Tensor:
+    """(seeds, T, ...) <-> (T, seeds, ...): a view, for recursions that run over time."""
+    return x.transpose(0, 1)
+
+
+def flat(x: torch.Tensor) -> torch.Tensor:
+    """(seeds, T, envs) -> (seeds, T * envs): a rollout tensor as the batch's samples."""
+    return x.reshape(x.shape[0], -1)
+
+
+def collect_rollout(run: Run) -> Optional[SimpleNamespace]:
+    """num_steps steps of every env of every seed with a ~ N(actor(s), exp(log_std)^2) (Algorithm 1, lines 3-4);
+    on the way: task changes, evaluations at their steps, episode ends (reset in the same step, the true final
+    observation kept for the bootstrap), reward and observation normalization, --save-states. Returns the
+    rollout as device tensors, (seeds, T * envs, ...) for obs, next_obs and actions, (seeds, T, envs) for rewards,
+    terminations and dones; None when the run ended inside it."""
+    args, actor, envs, writers = run.args, run.agent.actor, run.envs, run.writers
+    num_seeds, device, progress = len(run.seeds), run.device, run.progress
+    action_std = torch.exp(actor.log_std.detach())
+    # each seed's action noise for the whole rollout, from its own generator: (T, seeds, envs, action_dim)
+    action_noise = torch.stack([torch.randn((args.num_steps, args.num_envs, run.action_dim), generator=generator)
+                                for generator in run.generators], dim=1).to(device)
+    buffers = run.buffers
+    run.task_ended = False
+    steps_collected = 0
+    final_raw_obs = {}  # (seed, env) index -> final observation of an episode that ended in this step
+    # one inference-mode context for the whole rollout: entering it per step costs ~20 us
+    with torch.inference_mode():
+        for step in range(args.num_steps):
+            step_task = run.global_step // args.steps_per_task
+            if step_task != run.task_index:
+                run.task_index = step_task
+                for _, _, env in run.env_index:
+                    env.get_wrapper_attr("set_task")(run.task_index)
+                for writer in writers:
+                    writer.add_scalar("task/index", run.task_index, run.global_step)
+                progress.write(f"step {run.global_step}: task {run.task_index} "
+                               f"({envs[0][0].get_wrapper_attr('task_description')()})")
+            buffers.obs[:, step] = run.obs
+            mean = actor(torch.from_numpy(run.obs).to(device))
+            action = (mean + action_std * action_noise[step]).cpu().numpy()
+            buffers.actions[:, step] = action
+            clipped_action = np.minimum(np.maximum(action, run.action_low), run.action_high)  # np.clip costs ~10 us
+            run.global_step += args.num_envs
+            for (k, i, env), (next_raw_obs, reward, terminated, _, _) in zip(
+                    run.env_index, step_envs(run.env_index, clipped_action, run.env_pool, args.env_threads)):
+                run.episode_return[k, i] += reward
+                run.episode_length[k, i] += 1
+                # gymnasium's NormalizeReward: scale by the std of the discounted return, reset only on termination
+                run.discounted_return[k, i] = run.discounted_return[k, i] * args.gamma * (1.0 - terminated) + reward
+                buffers.rewards[k, step, i] = reward
+                buffers.terminations[k, step, i] = terminated
+                done = terminated or run.episode_length[k, i] >= args.max_episode_steps
+                buffers.dones[k, step, i] = done
+                run.raw_obs[k, i] = next_raw_obs
+                if done:
+                    # The env restarts in the same step, so the buffer holds no junk transition; the true final
+                    # observation is kept for next_obs (a truncation bootstraps from its value).
+                    final_raw_obs[k, i] = next_raw_obs
+                    writers[k].add_scalar("charts/episodic_return", run.episode_return[k, i], run.global_step)
+                    writers[k].add_scalar("charts/episodic_length", run.episode_length[k, i], run.global_step)
+                    run.episode_return[k, i], run.episode_length[k, i] = 0.0, 0
+                    run.raw_obs[k, i] = env.unwrapped.reset()[0]
+            run.return_rms.update(run.discounted_return)
+            if args.norm_reward:
+                scaled_reward = buffers.rewards[:, step] / np.sqrt(run.return_rms.var + 1e-8)
+                buffers.rewards[:, step] = np.minimum(np.maximum(scaled_reward, -args.normalization_clip),
+                                                      args.normalization_clip)
+            run.obs_rms.update(run.raw_obs)
+            run.obs = run.obs_rms.normalize(run.raw_obs, args.normalization_clip)
+            buffers.next_obs[:, step] = run.obs
+            for (k, i), final in final_raw_obs.items():
+                buffers.next_obs[k, step, i] = run.obs_rms.normalize(final, args.normalization_clip)[k, 0]
+            final_raw_obs.clear()
+            if args.save_states and (run.global_step // args.num_envs) % args.save_states_every == 0:
+                for k in range(num_seeds):
+                    run.saved_states[k].append(run.raw_obs[k].astype(np.float16))
+                    run.saved_state_steps[k].append(np.full(args.num_envs, run.global_step))
+            steps_collected += 1
+            if run.eval_points and run.global_step >= run.eval_points[0]:
+                progress.update(run.global_step - progress.n)
+                run.task_ended |= run.global_step % args.steps_per_task == 0
+                evaluate(run, run.eval_points.pop(0))
+            if run.global_step >= run.total_steps:
+                break
+    progress.update(run.global_step - progress.n)
+    if steps_collected < args.num_steps or run.global_step >= run.total_steps:
+        return None
+    samples = (num_seeds, run.batch_size)
+    return SimpleNamespace(
+        obs=torch.from_numpy(buffers.obs).to(device).reshape(*samples, run.obs_dim),
+        next_obs=torch.from_numpy(buffers.next_obs).to(device).reshape(*samples, run.obs_dim),
+        actions=torch.from_numpy(buffers.actions).to(device).reshape(*samples, run.action_dim),
+        rewards=torch.from_numpy(buffers.rewards).to(device),
+        terminations=torch.from_numpy(buffers.terminations).to(device),
+        dones=torch.from_numpy(buffers.dones).to(device),
+        shape=(num_seeds, args.num_steps, args.num_envs))
+
+
+# ---- The update: each seed's own minibatches and optimizer steps, guarded against non-finite values ----
+
+
+class Minibatch(dict):
+    """Each seed's own minibatch of a batch: ``mb[key]`` is ``batch[key][k, index[k]]`` for every seed k, gathered
+    on first use; ``mb.index`` holds the sample indices, (seeds, minibatch_size)."""
+
+    def __init__(self, batch: dict, index: torch.Tensor, seed_rows: torch.Tensor):
+        super().__init__()
+        self.batch, self.index, self.seed_rows = batch, index, seed_rows
+
+    def __missing__(self, key: str) -> torch.Tensor:
+        value = self[key] = self.batch[key][self.seed_rows, self.index]
+        return value
+
+
+def minibatches(run: Run, batch: dict):
+    """One epoch over the batch: each seed's own random permutation (from its own generator) in minibatches."""
+    permutation = torch.stack([torch.randperm(run.batch_size, generator=generator)
+                               for generator in run.generators]).to(run.device)
+    for start in range(0, run.batch_size, run.args.minibatch_size):
+        yield Minibatch(batch, permutation[:, start : start + run.args.minibatch_size], run.seed_rows)
+
+
+def optimizer_step(run: Run, losses: dict, unclipped: tuple = ()) -> Optional[np.ndarray]:
+    """One step of each optimizer ``run.agent.{name}_optimizer`` on its loss ``losses[name]``, (seeds,) each: one
+    backward of their sum over seeds (disjoint parameters, so each seed's gradient is that of its own loss), each
+    seed's gradient norm clipped at --max-grad-norm (except the optimizers named in ``unclipped``), and a seed
+    whose loss or gradient is not finite skips its step. Returns which seeds stepped, or None when a seed has
+    skipped --max-nonfinite-skips steps in a row (the run then stops). ``run.grad_norms`` keeps the norms."""
+    optimizers = {name: getattr(run.agent, f"{name}_optimizer") for name in losses}
+    for optimizer in optimizers.values():
+        optimizer.zero_grad()
+    sum(losses.values()).sum().backward()
+    critic_grad_max = run.agent.critic_optimizer.max_abs_gradients()
+    run.grad_norms = {name: optimizer.gradient_norms() if name in unclipped
+                      else optimizer.clip_grad_norms_(run.args.max_grad_norm) for name, optimizer in optimizers.items()}
+    # One host sync per minibatch: a seed whose loss or gradient is not finite skips its step
+    checks = {**{f"{name}_loss": loss for name, loss in losses.items()},
+              **{f"{name}_grad": norm for name, norm in run.grad_norms.items()}}
+    finite = torch.stack(list(checks.values())).isfinite().cpu().numpy()
+    stepped = finite.all(axis=0)
+    if not stepped.all():
+        names = np.array(list(checks))
+        for k in np.flatnonzero(~stepped):
+            run.skip_reasons[k].update(names[~finite[:, k]])
+        run.skipped_this_update += ~stepped
+        run.consecutive_nonfinite = np.where(stepped, 0, run.consecutive_nonfinite + 1)
+        if run.consecutive_nonfinite.max() >= run.args.max_nonfinite_skips:
+            return None
+        for optimizer in optimizers.values():
+            optimizer.step(stepped)
+    else:
+        run.consecutive_nonfinite[:] = 0
+        for optimizer in optimizers.values():
+            optimizer.step()
+    run.minibatch_steps += stepped
+    run.critic_max_grad = torch.where(torch.from_numpy(stepped).to(run.device),
+                                      torch.maximum(run.critic_max_grad, critic_grad_max), run.critic_max_grad)
+    return stepped
+
+
+def record(run: Run, stats: dict, stepped: np.ndarray) -> None:
+    """Add a minibatch's statistics, {name: (seeds,)}, to the update's sums of the seeds that stepped (on device)."""
+    values = torch.stack(list(stats.values()), dim=1).detach()
+    if run.stat_sums is None:
+        run.stat_names, run.stat_sums = list(stats), torch.zeros_like(values)
+    run.stat_sums += torch.where(torch.from_numpy(stepped).to(run.device)[:, None], values, 0.0)
+
+
+def update_means(run: Run) -> dict:
+    """{name: [each seed's mean over the minibatch steps it took in this update]}, in one host sync."""
+    if run.stat_sums is None:
+        return {}
+    steps_taken = torch.from_numpy(np.maximum(run.minibatch_steps, 1)).to(run.device)
+    return dict(zip(run.stat_names, (run.stat_sums / steps_taken[:, None]).T.tolist()))
+
+
+def updated_seeds(run: Run):
+    """(seed index, log) for every seed that took a minibatch step in this update; ``log(tag, value)`` adds a
+    point to that seed's TensorBoard at the current step."""
+    for k, writer in enumerate(run.writers):
+        if run.minibatch_steps[k]:
+            yield k, lambda tag, value, writer=writer: writer.add_scalar(tag, value, run.global_step)
+
+
+def end_iteration(run: Run) -> None:
+    """The shared logs of an update (non-finite skips, the critic's largest gradient, steps/s), then a checkpoint
+    when one is due, or the stop after a signal or too many non-finite steps."""
+    args, seeds = run.args, run.seeds
+    now = time.perf_counter()
+    run.timers["wall"] += now - run.wall_mark
+    run.wall_mark = now
+    session_time = now - run.session_start
+    session_overhead = sum(run.timers[k] - run.session_timers_start[k] for k in ("eval", "plasticity"))
+    group_sps = len(seeds) * (run.global_step - run.session_start_step) / max(session_time - session_overhead, 1e-9)
+    critic_max_grads = run.critic_max_grad.tolist()
+    for k, writer in enumerate(run.writers):
+        if run.skipped_this_update[k]:
+            run.nonfinite_skips_total[k] += run.skipped_this_update[k]
+            warnings.warn(f"seed {seeds[k]}, step {run.global_step}: skipped {run.skipped_this_update[k]} minibatch "
+                          f"step(s) with non-finite {', '.join(sorted(run.skip_reasons[k]))}")
+        writer.add_scalar("charts/nonfinite_skips", run.nonfinite_skips_total[k], run.global_step)
+        if run.minibatch_steps[k]:
+            writer.add_scalar("plasticity/critic_max_abs_grad", critic_max_grads[k], run.global_step)
+        writer.add_scalar("charts/SPS", group_sps / len(seeds), run.global_step)  # this seed's own steps/s
+    run.progress.set_postfix(task=run.task_index, sps=f"{group_sps:.0f}",
+                             eval=f"{np.nanmean(run.last_eval_return):.0f}", refresh=False)
+    if run.consecutive_nonfinite.max() >= args.max_nonfinite_skips:
+        write_checkpoint(run)
+        failed = [seeds[k] for k in np.flatnonzero(run.consecutive_nonfinite >= args.max_nonfinite_skips)]
+        reasons = sorted(set().union(*(run.skip_reasons[seeds.index(seed)] for seed in failed)))
+        print(f"error: seed {', '.join(map(str, failed))}: {args.max_nonfinite_skips} consecutive minibatch steps "
+              f"had a non-finite loss or gradient ({', '.join(reasons)}) at step {run.global_step}; stopped with a "
+              "checkpoint of the last finite state. Lower the learning rate or inspect the run before resuming.",
+              file=sys.stderr)
+        run.exit_code = EXIT_NONFINITE
+    elif run.stop_signal:
+        write_checkpoint(run)
+        run.progress.write(f"received signal {run.stop_signal[0]}: checkpoint written at step {run.global_step}; "
+                           f"re-run the same command to resume (exit code {EXIT_PREEMPTED})")
+        run.exit_code = EXIT_PREEMPTED
+    elif run.task_ended or run.global_step >= run.next_checkpoint:
+        write_checkpoint(run)
+        while run.next_checkpoint <= run.global_step:
+            run.next_checkpoint += args.checkpoint_frequency
+
+
+# ---- Checkpoints and outputs ----
 
 
 def atomic_write_bytes(path: str, write_fn) -> None:
@@ -835,6 +1266,17 @@ def group_checkpoints(run_dirs: list) -> Optional[list]:
     by_step = [{state["global_step"]: state for state in load_checkpoints(run_dir)} for run_dir in run_dirs]
     common = set.intersection(*(set(steps) for steps in by_step))
     return [states[max(common)] for states in by_step] if common else None
+
+
+def write_checkpoint(run: Run) -> None:
+    """Each seed's own checkpoint.pt in its run directory, in the format of a one-seed run (and its states.npz)."""
+    for k, seed in enumerate(run.seeds):
+        save_checkpoint(run.run_dirs[seed], run.checkpoint_state(k))
+        if run.args.save_states and run.saved_states[k]:
+            observations, steps = np.concatenate(run.saved_states[k]), np.concatenate(run.saved_state_steps[k])
+            run.saved_states[k], run.saved_state_steps[k] = [observations], [steps]
+            atomic_write_bytes(os.path.join(run.run_dirs[seed], "states.npz"),
+                               lambda f: np.savez_compressed(f, observations=observations, global_steps=steps))
 
 
 def truncate_csv(path: str, last_step: int) -> None:
@@ -920,6 +1362,277 @@ def prepare_run_dir(args: Args, run_dir: str, config_args: dict) -> None:
             os.remove(os.path.join(run_dir, name))
 
 
+# ---- Starting and finishing a run ----
+
+
+def start_run(args: Args, argv: list, notes: tuple = ()) -> Run:
+    """Everything before the first iteration: the seeds still to train (a finished seed is skipped), devices,
+    environments, the agent, outputs; resumes every seed from its checkpoint when all have one at a common step;
+    prints the run's header (with the method's ``notes``) and evaluates step 0 of a fresh run."""
+    from torch.utils.tensorboard import SummaryWriter
+    from tqdm import tqdm
+
+    run = Run()
+    run.args, run.exit_code, run.progress = args, 0, None
+    # Seeds seed, ..., seed + num_seeds - 1; each writes exactly what a run with --num-seeds 1 and its seed writes
+    all_seeds = [args.seed + k for k in range(args.num_seeds)]
+    run_names = {seed: f"{args.env_id}__{args.experiment}__{args.strategy}__{run_tag(args)}__{seed}" for seed in all_seeds}
+    run.run_dirs = {seed: (args.run_dir or os.path.join("runs", run_names[seed])).replace("{seed}", str(seed))
+                    for seed in all_seeds}
+    run.config_args = {seed: {**dataclasses.asdict(args), "seed": seed} for seed in all_seeds}
+    try:
+        for seed in all_seeds:
+            prepare_run_dir(args, run.run_dirs[seed], run.config_args[seed])
+    except ValueError as error:
+        print(f"error: {error}", file=sys.stderr)
+        sys.exit(EXIT_INVALID_CONFIG)
+    run.seeds = seeds = []
+    for seed in all_seeds:
+        if os.path.exists(os.path.join(run.run_dirs[seed], "summary.json")):
+            print(f"{run.run_dirs[seed]} already holds a finished run (summary.json); nothing to do.")
+        else:
+            seeds.append(seed)
+    if not seeds:
+        sys.exit(0)
+    num_seeds = len(seeds)
+
+    schedule = nonstationary_envs.task_schedule(args.env_id, args.experiment, args.strategy)
+    num_tasks = args.num_tasks or len(schedule)
+    run.total_steps = args.steps_per_task * num_tasks
+    run.batch_size = args.num_steps * args.num_envs
+    run.num_iterations = math.ceil(run.total_steps / run.batch_size)
+
+    torch.set_num_threads(args.torch_threads)
+    if args.torch_deterministic:
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+        torch.use_deterministic_algorithms(True)
+        torch.backends.cudnn.deterministic = True
+    # One CUDA process serves many seeds well and one seed badly (docs/batched-seeds.md): by default CUDA is used
+    # from CUDA_MIN_SEEDS seeds up; an explicit --cuda forces it, --no-cuda forbids it.
+    cuda_forced = "--cuda" in argv
+    use_cuda = args.cuda and torch.cuda.is_available() and (cuda_forced or num_seeds >= CUDA_MIN_SEEDS)
+    run.device = device = torch.device("cuda" if use_cuda else "cpu")
+    # One generator per seed for the initial weights, the action noise and the minibatch permutations, so a
+    # seed's random draws do not depend on the seeds beside it
+    run.generators = [torch.Generator().manual_seed(seed) for seed in seeds]
+
+    # Environments: training envs seeded seed + i, evaluation envs seed + 100 + i (paper, Appendix B)
+    run.envs = [[make_env(args, seed + i) for i in range(args.num_envs)] for seed in seeds]
+    run.eval_envs = [[make_env(args, seed + 100 + i) for i in range(args.eval_episodes)] for seed in seeds]
+    run.obs_dim = obs_dim = run.envs[0][0].observation_space.shape[0]
+    run.action_dim = action_dim = run.envs[0][0].action_space.shape[0]
+    run.action_low, run.action_high = run.envs[0][0].action_space.low, run.envs[0][0].action_space.high
+
+    run.agent = make_agent(args, obs_dim, action_dim, run.generators, device)
+    run.obs_rms = RunningMeanStd(num_seeds, (obs_dim,))
+    run.return_rms = RunningMeanStd(num_seeds, ())
+    # Per-environment episode state, (seeds, envs) (kept here, not in wrappers, so that it can be checkpointed)
+    run.discounted_return = np.zeros((num_seeds, args.num_envs))
+    run.episode_return = np.zeros((num_seeds, args.num_envs))
+    run.episode_length = np.zeros((num_seeds, args.num_envs), dtype=np.int64)
+    run.global_step, run.iteration, run.task_index = 0, 0, 0
+    run.nonfinite_skips_total = np.zeros(num_seeds, np.int64)
+    run.consecutive_nonfinite = np.zeros(num_seeds, np.int64)
+    run.timers = {"wall": 0.0, "eval": 0.0, "plasticity": 0.0}  # seconds, accumulated over resumed sessions
+    run.saved_states, run.saved_state_steps = [[] for _ in seeds], [[] for _ in seeds]
+
+    checkpoints = group_checkpoints([run.run_dirs[seed] for seed in seeds])
+    unusable = [run.run_dirs[seed] for seed in seeds if not load_checkpoints(run.run_dirs[seed]) and any(
+        os.path.exists(os.path.join(run.run_dirs[seed], name)) for name in ("checkpoint.pt", "checkpoint.prev.pt"))]
+    if checkpoints is None and unusable and not args.overwrite:  # never discard what such a run logged
+        print(f"error: --run-dir {', '.join(unusable)} holds checkpoints that cannot be resumed (unreadable, or "
+              "written by another version of this script); pass --overwrite to start the run again",
+              file=sys.stderr)
+        sys.exit(EXIT_INVALID_CONFIG)
+    if checkpoints is None:
+        for seed in seeds:  # leftovers of an earlier attempt that never wrote a checkpoint
+            for name in os.listdir(run.run_dirs[seed]):
+                if name in ("evaluations.csv", "plasticity.csv", "states.npz") or name.startswith("events.out.tfevents"):
+                    os.remove(os.path.join(run.run_dirs[seed], name))
+        run.raw_obs = np.stack([[env.unwrapped.reset(seed=seed + i)[0] for i, env in enumerate(seed_envs)]
+                                for seed, seed_envs in zip(seeds, run.envs)])
+        run.obs_rms.update(run.raw_obs)
+    else:
+        run.raw_obs = None
+        run.load(checkpoints)
+        for k, seed in enumerate(seeds):
+            for name in ("evaluations.csv", "plasticity.csv"):
+                truncate_csv(os.path.join(run.run_dirs[seed], name), run.global_step)
+            states_path = os.path.join(run.run_dirs[seed], "states.npz")
+            if args.save_states and os.path.exists(states_path):
+                with np.load(states_path) as saved:
+                    keep = saved["global_steps"] <= run.global_step
+                    run.saved_states[k] = [saved["observations"][keep]]
+                    run.saved_state_steps[k] = [saved["global_steps"][keep]]
+    for seed_envs in run.envs:
+        for env in seed_envs:
+            env.get_wrapper_attr("set_task")(run.task_index)
+
+    for seed in seeds:
+        with open(os.path.join(run.run_dirs[seed], "config.json"), "w") as f:
+            json.dump({"args": run.config_args[seed], "script": os.path.basename(__file__), "method": method_name(args),
+                       "run_name": run_names[seed], "num_tasks": num_tasks, "total_steps": run.total_steps,
+                       "schedule": [str(p) for p in schedule[:num_tasks]], **run_metadata()}, f, indent=2)
+    if args.track:  # one seed (validate_args)
+        import wandb
+
+        wandb_id_path = os.path.join(run.run_dirs[seeds[0]], "wandb_id.txt")
+        if not os.path.exists(wandb_id_path):
+            with open(wandb_id_path, "w") as f:
+                f.write(wandb.util.generate_id())
+        with open(wandb_id_path) as f:
+            wandb_id = f.read().strip()
+        wandb.init(project=args.wandb_project_name, entity=args.wandb_entity, sync_tensorboard=True,
+                   config=run.config_args[seeds[0]], name=run_names[seeds[0]], id=wandb_id, resume="allow",
+                   dir=run.run_dirs[seeds[0]], group=f"{args.experiment}/{args.env_id}/{args.strategy}",
+                   job_type=method_name(args))
+    # purge_step drops TensorBoard points logged after the checkpoint, so a resumed run has no duplicates
+    run.writers = [SummaryWriter(run.run_dirs[seed], purge_step=run.global_step if checkpoints else None)
+                   for seed in seeds]
+    if checkpoints is None:
+        for seed, writer in zip(seeds, run.writers):
+            writer.add_text("hyperparameters", "|param|value|\n|-|-|\n" + "\n".join(
+                f"|{k}|{v}|" for k, v in run.config_args[seed].items()))
+    evaluation_header = ["global_step", "task", "episodes", "return_mean", "return_std", "return_min", "return_max"]
+    run.evaluations_logs = [CsvLog(os.path.join(run.run_dirs[seed], "evaluations.csv"), evaluation_header)
+                            for seed in seeds]
+    run.plasticity_logs = [CsvLog(os.path.join(run.run_dirs[seed], "plasticity.csv"),
+                                  ["global_step", "task", "network", "effective_rank", "stable_rank", "dormant_percent"])
+                           for seed in seeds]
+    # the last evaluation of each seed, shown on the progress bar (after a resume: the last row already logged)
+    run.last_eval_return = np.array([last_logged_return(os.path.join(run.run_dirs[seed], "evaluations.csv"))
+                                     for seed in seeds], dtype=float)
+
+    print(f"{method_name(args)} on {args.env_id} {args.experiment}"
+          f"{'' if args.experiment == 'none' else '/' + args.strategy}: {num_tasks} task(s) x "
+          f"{args.steps_per_task} steps, seed{'s' if num_seeds > 1 else ''} {', '.join(map(str, seeds))} on {device}"
+          f"{'' if device.type == 'cuda' or not torch.cuda.is_available() else ' (CUDA from --num-seeds ' + str(CUDA_MIN_SEEDS) + ' or with --cuda)'}")
+    describer = run.eval_envs[0][0]  # an evaluation env: its task is set again before every evaluation
+    descriptions = []
+    for i in range(num_tasks):
+        describer.get_wrapper_attr("set_task")(i)
+        descriptions.append(describer.get_wrapper_attr("task_description")())
+    print(f"  task schedule: {'; '.join(descriptions)}")
+    for note in notes:
+        print(f"  {note}")
+    for seed in seeds:
+        print(f"  writes {run.run_dirs[seed]}")
+    if checkpoints:
+        for seed in seeds:
+            print(f"resuming {run.run_dirs[seed]} from global_step {run.global_step} (task {run.task_index})")
+
+    # SIGTERM (SLURM preemption) and SIGINT (Ctrl-C) stop the run at the next update boundary with a checkpoint
+    run.stop_signal = []
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda received, frame: run.stop_signal.append(received))
+
+    # Rollout buffers live on the CPU during the rollout (one copy to the device per update), (seeds, T, envs, ...)
+    shape = (num_seeds, args.num_steps, args.num_envs)
+    run.buffers = SimpleNamespace(
+        obs=np.zeros((*shape, obs_dim), np.float32), next_obs=np.zeros((*shape, obs_dim), np.float32),
+        actions=np.zeros((*shape, action_dim), np.float32), rewards=np.zeros(shape, np.float32),
+        terminations=np.zeros(shape, np.float32), dones=np.zeros(shape, np.float32))
+    run.env_index = [(k, i, env) for k, seed_envs in enumerate(run.envs) for i, env in enumerate(seed_envs)]
+    run.env_pool = ThreadPoolExecutor(args.env_threads) if args.env_threads > 1 else None
+    run.seed_rows = torch.arange(num_seeds, device=device)[:, None]  # gathers each seed's own minibatch
+
+    run.eval_points = [s for s in evaluation_steps(args.steps_per_task, num_tasks, args.eval_frequency)
+                       if s > run.global_step]
+    run.session_start, run.session_start_step = time.perf_counter(), run.global_step
+    run.session_timers_start = dict(run.timers)
+    run.wall_mark = run.session_start
+    if checkpoints is None:
+        evaluate(run, 0)
+    run.progress = tqdm(total=run.total_steps, initial=run.global_step, unit="step", dynamic_ncols=True, disable=None)
+    run.obs = run.obs_rms.normalize(run.raw_obs, args.normalization_clip)
+    run.next_checkpoint = run.global_step + args.checkpoint_frequency if args.checkpoint_frequency else math.inf
+    return run
+
+
+def finish_run(run: Run) -> int:
+    """After the last iteration: the final checkpoint (the networks for scripts/evaluate.py) and each seed's
+    summary.json when the run finished; logs closed. Returns the exit code."""
+    run.progress.close()
+    if run.env_pool is not None:
+        run.env_pool.shutdown()
+    timers, seeds = run.timers, run.seeds
+    timers["wall"] += time.perf_counter() - run.wall_mark
+    train_time = timers["wall"] - timers["eval"] - timers["plasticity"]
+    if run.exit_code == 0:
+        write_checkpoint(run)
+        for k, seed in enumerate(seeds):
+            summary = {"status": "finished", "global_step": run.global_step,
+                       "train_sps": run.global_step / max(train_time, 1e-9), "wall_time_s": timers["wall"],
+                       "train_time_s": train_time, "eval_time_s": timers["eval"],
+                       "plasticity_time_s": timers["plasticity"], "nonfinite_skips": int(run.nonfinite_skips_total[k]),
+                       "num_seeds": len(seeds), "group_train_sps": len(seeds) * run.global_step / max(train_time, 1e-9),
+                       "device": run.device.type}
+            with open(os.path.join(run.run_dirs[seed], "summary.json"), "w") as f:
+                json.dump(summary, f, indent=2)
+        print(f"finished {', '.join(run.run_dirs[seed] for seed in seeds)}: {run.global_step} steps per seed, train "
+              f"SPS {summary['group_train_sps']:.0f} ({summary['train_sps']:.0f} per seed), eval {timers['eval']:.1f} s")
+    for log in run.evaluations_logs + run.plasticity_logs:
+        log.close()
+    for writer in run.writers:
+        writer.close()
+    if run.args.track:
+        import wandb
+
+        wandb.finish()
+    return run.exit_code
+
+
+# ---- The command line ----
+
+
+def validate_args(args: Args) -> None:
+    """Reject a bad configuration up front, with a message that names the flag and the valid range (the shared
+    checks, then the method's own: validate_method)."""
+    from typing import get_args, get_origin
+
+    nonstationary_envs.validate_setting(args.env_id, args.experiment, args.strategy, args.friction_mode)
+    for field in dataclasses.fields(Args):  # tyro checks a Literal flag's choices on the command line, this in Python
+        value, choices = getattr(args, field.name), get_args(field.type) if get_origin(field.type) is Literal else ()
+        if choices and value not in choices:
+            raise ValueError(f"--{field.name.replace('_', '-')} must be one of {', '.join(choices)}, got {value!r}")
+    schedule_length = len(nonstationary_envs.task_schedule(args.env_id, args.experiment, args.strategy))
+    positive = ["steps_per_task", "num_steps", "num_envs", "minibatch_size", "update_epochs", "eval_frequency",
+                "eval_episodes", "max_episode_steps", "max_nonfinite_skips", "save_states_every", "hidden_dim",
+                "plasticity_states", "torch_threads", "num_seeds", "env_threads"]
+    for name in positive:
+        if getattr(args, name) < 1:
+            raise ValueError(f"--{name.replace('_', '-')} must be a positive integer, got {getattr(args, name)}")
+    if not 0 <= args.num_tasks <= schedule_length:
+        raise ValueError(f"--num-tasks must be in [0, {schedule_length}] for {args.experiment}/{args.strategy} "
+                         f"(0 = all {schedule_length} tasks), got {args.num_tasks}")
+    if args.checkpoint_frequency < 0:
+        raise ValueError(f"--checkpoint-frequency must be >= 0 (0 = only at task ends), got {args.checkpoint_frequency}")
+    batch_size = args.num_steps * args.num_envs
+    if batch_size % args.minibatch_size != 0:
+        raise ValueError(f"--minibatch-size {args.minibatch_size} must divide num_steps * num_envs = {batch_size}")
+    for name in ("steps_per_task", "eval_frequency"):
+        if getattr(args, name) % args.num_envs != 0:
+            raise ValueError(f"--{name.replace('_', '-')} must be a multiple of --num-envs {args.num_envs}")
+    if not args.learning_rate > 0:
+        raise ValueError(f"--learning-rate must be > 0, got {args.learning_rate}")
+    if not 0 < args.gamma <= 1 or not 0 <= args.gae_lambda <= 1:
+        raise ValueError(f"--gamma must be in (0, 1] and --gae-lambda in [0, 1], got {args.gamma}, {args.gae_lambda}")
+    if not args.clip_coef > 0 or not args.max_grad_norm > 0 or not args.normalization_clip > 0:
+        raise ValueError("--clip-coef, --max-grad-norm and --normalization-clip must be > 0")
+    if args.ent_coef < 0:
+        raise ValueError(f"--ent-coef must be >= 0, got {args.ent_coef}")
+    if args.num_seeds > 1:
+        if args.run_dir is not None and "{seed}" not in args.run_dir:
+            raise ValueError(f"--run-dir must contain {{seed}} with --num-seeds {args.num_seeds} (each seed writes its "
+                             f"own run directory), e.g. --run-dir runs/my_run/seed{{seed}}")
+        if args.track:
+            raise ValueError("--track logs one run per process: use --num-seeds 1, or `wandb sync` the seeds' run "
+                             "directories afterwards")
+        if args.target_kl is not None:
+            raise ValueError("--target-kl stops the update epochs of the whole process: use --num-seeds 1 with it")
+    validate_method(args)
+
+
 def foreign_flag_error(argv: list) -> Optional[str]:
     """A short error for a flag this script does not have, naming the sibling script that has it (tyro would
     only say "Unrecognized options"); None when every flag is this script's."""
@@ -945,8 +1658,8 @@ def foreign_flag_error(argv: list) -> Optional[str]:
 
 
 def parse_args(argv: list) -> Args:
-    """The command line as Args: tyro's parser, a short error for another script's flag, and a quiet exit when
-    stdout closes early (`--help | head`), as command-line tools do."""
+    """The command line as Args, validated: tyro's parser, a short error (exit 2) for another script's flag or a
+    bad value, and a quiet exit when stdout closes early (`--help | head`), as command-line tools do."""
     import tyro
 
     error = foreign_flag_error(argv)
@@ -957,7 +1670,7 @@ def parse_args(argv: list) -> Args:
     try:
         try:
             with contextlib.redirect_stderr(tyro_errors):
-                return tyro.cli(Args, args=argv)
+                args = tyro.cli(Args, args=argv)
         finally:
             sys.stdout.flush()
     except BrokenPipeError:
@@ -971,546 +1684,13 @@ def parse_args(argv: list) -> Args:
         message = " ".join(itertools.takewhile(lambda line: not set(line) <= set("─"), lines))
         print(f"error: {' '.join(message.split())} (`--help` lists the flags)", file=sys.stderr)
         sys.exit(EXIT_INVALID_CONFIG)
-
-
-if __name__ == "__main__":
-    from torch.utils.tensorboard import SummaryWriter
-    from tqdm import tqdm
-
-    argv = sys.argv[1:]
-    args = parse_args(argv)
     try:
         validate_args(args)
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         sys.exit(EXIT_INVALID_CONFIG)
+    return args
 
-    # Seeds seed, ..., seed + num_seeds - 1; each writes exactly what a run with --num-seeds 1 and its seed writes
-    all_seeds = [args.seed + k for k in range(args.num_seeds)]
-    run_names = {seed: f"{args.env_id}__{args.experiment}__{args.strategy}__{args.exp_name}__{seed}" for seed in all_seeds}
-    run_dirs = {seed: (args.run_dir or os.path.join("runs", run_names[seed])).replace("{seed}", str(seed))
-                for seed in all_seeds}
-    config_args = {seed: {**dataclasses.asdict(args), "seed": seed} for seed in all_seeds}
-    try:
-        for seed in all_seeds:
-            prepare_run_dir(args, run_dirs[seed], config_args[seed])
-    except ValueError as error:
-        print(f"error: {error}", file=sys.stderr)
-        sys.exit(EXIT_INVALID_CONFIG)
-    seeds = []
-    for seed in all_seeds:
-        if os.path.exists(os.path.join(run_dirs[seed], "summary.json")):
-            print(f"{run_dirs[seed]} already holds a finished run (summary.json); nothing to do.")
-        else:
-            seeds.append(seed)
-    if not seeds:
-        sys.exit(0)
-    num_seeds = len(seeds)
 
-    schedule = nonstationary_envs.task_schedule(args.env_id, args.experiment, args.strategy)
-    num_tasks = args.num_tasks or len(schedule)
-    total_steps = args.steps_per_task * num_tasks
-    batch_size = args.num_steps * args.num_envs
-    num_iterations = math.ceil(total_steps / batch_size)
-
-    torch.set_num_threads(args.torch_threads)
-    if args.torch_deterministic:
-        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
-        torch.use_deterministic_algorithms(True)
-        torch.backends.cudnn.deterministic = True
-    # One CUDA process serves many seeds well and one seed badly (docs/batched-seeds.md): by default CUDA is used
-    # from CUDA_MIN_SEEDS seeds up; an explicit --cuda forces it, --no-cuda forbids it.
-    cuda_forced = "--cuda" in argv
-    use_cuda = args.cuda and torch.cuda.is_available() and (cuda_forced or num_seeds >= CUDA_MIN_SEEDS)
-    device = torch.device("cuda" if use_cuda else "cpu")
-    # One generator per seed for the initial weights, the action noise and the minibatch permutations, so a
-    # seed's random draws do not depend on the seeds beside it
-    generators = [torch.Generator().manual_seed(seed) for seed in seeds]
-
-    # Environments: training envs seeded seed + i, evaluation envs seed + 100 + i (paper, Appendix B)
-    envs = [[make_env(args, seed + i) for i in range(args.num_envs)] for seed in seeds]
-    eval_envs = [[make_env(args, seed + 100 + i) for i in range(args.eval_episodes)] for seed in seeds]
-    obs_dim = envs[0][0].observation_space.shape[0]
-    action_dim = envs[0][0].action_space.shape[0]
-    action_low, action_high = envs[0][0].action_space.low, envs[0][0].action_space.high
-
-    actor = Actor(obs_dim, action_dim, args.hidden_dim, generators).to(device)
-    critic = Critic(obs_dim, args.hidden_dim, generators).to(device)
-    # fused Adam per seed: one kernel over all of a seed's parameters, ~8% faster per minibatch on the CPU than
-    # the default loop
-    # CB: L2 regularization through Adam's weight_decay (gradient += weight_decay * weight), on every parameter
-    actor_optimizer = SeedwiseAdam(actor.parameters(), lr=args.learning_rate, eps=1e-5,
-                                   weight_decay=args.weight_decay)
-    critic_optimizer = SeedwiseAdam(critic.parameters(), lr=args.learning_rate, eps=1e-5,
-                                    weight_decay=args.weight_decay)
-    # CB: one generate-and-test per network: the actor's mean network (trunk and mean head) and the critic
-    actor_generate_and_test, critic_generate_and_test = (
-        GenerateAndTest(network.trunk, head, optimizer, generators, args.replacement_rate, args.maturity_threshold,
-                        args.utility_decay, reset_optimizer_state=args.reset_optimizer_state)
-        for network, head, optimizer in ((actor, actor.mean_head, actor_optimizer),
-                                         (critic, critic.head, critic_optimizer)))
-    obs_rms = RunningMeanStd(num_seeds, (obs_dim,))
-    return_rms = RunningMeanStd(num_seeds, ())
-
-    # Per-environment episode state, (seeds, envs) (kept here, not in wrappers, so that it can be checkpointed)
-    discounted_return = np.zeros((num_seeds, args.num_envs))
-    episode_return = np.zeros((num_seeds, args.num_envs))
-    episode_length = np.zeros((num_seeds, args.num_envs), dtype=np.int64)
-    global_step, iteration, task_index = 0, 0, 0
-    nonfinite_skips_total, consecutive_nonfinite = np.zeros(num_seeds, np.int64), np.zeros(num_seeds, np.int64)
-    timers = {"wall": 0.0, "eval": 0.0, "plasticity": 0.0}  # seconds, accumulated over resumed sessions
-    saved_states = [[] for _ in seeds]
-    saved_state_steps = [[] for _ in seeds]
-
-    checkpoints = group_checkpoints([run_dirs[seed] for seed in seeds])
-    unusable = [run_dirs[seed] for seed in seeds if not load_checkpoints(run_dirs[seed]) and any(
-        os.path.exists(os.path.join(run_dirs[seed], name)) for name in ("checkpoint.pt", "checkpoint.prev.pt"))]
-    if checkpoints is None and unusable and not args.overwrite:  # never discard what such a run logged
-        print(f"error: --run-dir {', '.join(unusable)} holds checkpoints that cannot be resumed (unreadable, or "
-              "written by another version of this script); pass --overwrite to start the run again",
-              file=sys.stderr)
-        sys.exit(EXIT_INVALID_CONFIG)
-    if checkpoints is None:
-        for seed in seeds:  # leftovers of an earlier attempt that never wrote a checkpoint
-            for name in os.listdir(run_dirs[seed]):
-                if name in ("evaluations.csv", "plasticity.csv", "states.npz") or name.startswith("events.out.tfevents"):
-                    os.remove(os.path.join(run_dirs[seed], name))
-        raw_obs = np.stack([[env.unwrapped.reset(seed=seed + i)[0] for i, env in enumerate(seed_envs)]
-                            for seed, seed_envs in zip(seeds, envs)])
-        obs_rms.update(raw_obs)
-    else:
-        checkpoint = stack_seeds([{key: value for key, value in state.items() if key not in ("args", "rng", "env_states")}
-                                  for state in checkpoints])
-        actor.load_state_dict(checkpoint["actor"])
-        critic.load_state_dict(checkpoint["critic"])
-        actor_optimizer.load_state_dict(checkpoint["actor_optimizer"])
-        critic_optimizer.load_state_dict(checkpoint["critic_optimizer"])
-        actor_generate_and_test.load_state_dict(checkpoint["actor_generate_and_test"])  # CB:
-        critic_generate_and_test.load_state_dict(checkpoint["critic_generate_and_test"])  # CB:
-        obs_rms.load_state_dict(checkpoint["obs_rms"])
-        return_rms.load_state_dict(checkpoint["return_rms"])
-        for seed_envs, state in zip(envs, checkpoints):
-            for env, env_state in zip(seed_envs, state["env_states"]):
-                nonstationary_envs.set_env_state(env, env_state)
-        for generator, state in zip(generators, checkpoints):
-            generator.set_state(state["rng"]["torch"])
-        raw_obs = checkpoint["raw_obs"]
-        discounted_return, episode_return, episode_length, nonfinite_skips_total = (
-            checkpoint[k].copy() for k in ("discounted_return", "episode_return", "episode_length", "nonfinite_skips_total"))
-        global_step, iteration, task_index = checkpoint["global_step"], checkpoint["iteration"], checkpoint["task_index"]
-        timers = checkpoint["timers"]
-        for k, seed in enumerate(seeds):
-            for name in ("evaluations.csv", "plasticity.csv"):
-                truncate_csv(os.path.join(run_dirs[seed], name), global_step)
-            states_path = os.path.join(run_dirs[seed], "states.npz")
-            if args.save_states and os.path.exists(states_path):
-                with np.load(states_path) as saved:
-                    keep = saved["global_steps"] <= global_step
-                    saved_states[k], saved_state_steps[k] = [saved["observations"][keep]], [saved["global_steps"][keep]]
-    for seed_envs in envs:
-        for env in seed_envs:
-            env.get_wrapper_attr("set_task")(task_index)
-
-    for seed in seeds:
-        with open(os.path.join(run_dirs[seed], "config.json"), "w") as f:
-            json.dump({"args": config_args[seed], "script": os.path.basename(__file__), "method": method_name(args),
-                       "run_name": run_names[seed], "num_tasks": num_tasks, "total_steps": total_steps,
-                       "schedule": [str(p) for p in schedule[:num_tasks]], **run_metadata()}, f, indent=2)
-    if args.track:  # one seed (validate_args)
-        import wandb
-
-        wandb_id_path = os.path.join(run_dirs[seeds[0]], "wandb_id.txt")
-        if not os.path.exists(wandb_id_path):
-            with open(wandb_id_path, "w") as f:
-                f.write(wandb.util.generate_id())
-        with open(wandb_id_path) as f:
-            wandb_id = f.read().strip()
-        wandb.init(project=args.wandb_project_name, entity=args.wandb_entity, sync_tensorboard=True,
-                   config=config_args[seeds[0]], name=run_names[seeds[0]], id=wandb_id, resume="allow",
-                   dir=run_dirs[seeds[0]], group=f"{args.experiment}/{args.env_id}/{args.strategy}",
-                   job_type=method_name(args))
-    # purge_step drops TensorBoard points logged after the checkpoint, so a resumed run has no duplicates
-    writers = [SummaryWriter(run_dirs[seed], purge_step=global_step if checkpoints else None) for seed in seeds]
-    if checkpoints is None:
-        for seed, writer in zip(seeds, writers):
-            writer.add_text("hyperparameters",
-                            "|param|value|\n|-|-|\n" + "\n".join(f"|{k}|{v}|" for k, v in config_args[seed].items()))
-    evaluation_header = ["global_step", "task", "episodes", "return_mean", "return_std", "return_min", "return_max"]
-    evaluations_logs = [CsvLog(os.path.join(run_dirs[seed], "evaluations.csv"), evaluation_header) for seed in seeds]
-    plasticity_logs = [CsvLog(os.path.join(run_dirs[seed], "plasticity.csv"),
-                              ["global_step", "task", "network", "effective_rank", "stable_rank", "dormant_percent"])
-                       for seed in seeds]
-    # the last evaluation of each seed, shown on the progress bar (after a resume: the last row already logged)
-    last_eval_return = np.full(num_seeds, np.nan)
-    for k, seed in enumerate(seeds):
-        last_eval_return[k] = last_logged_return(os.path.join(run_dirs[seed], "evaluations.csv"))
-
-    print(f"{method_name(args)} on {args.env_id} {args.experiment}"
-          f"{'' if args.experiment == 'none' else '/' + args.strategy}: {num_tasks} task(s) x "
-          f"{args.steps_per_task} steps, seed{'s' if num_seeds > 1 else ''} {', '.join(map(str, seeds))} on {device}"
-          f"{'' if device.type == 'cuda' or not torch.cuda.is_available() else ' (CUDA from --num-seeds ' + str(CUDA_MIN_SEEDS) + ' or with --cuda)'}")
-    describer = eval_envs[0][0]  # an evaluation env: its task is set again before every evaluation
-    descriptions = []
-    for i in range(num_tasks):
-        describer.get_wrapper_attr("set_task")(i)
-        descriptions.append(describer.get_wrapper_attr("task_description")())
-    print(f"  task schedule: {'; '.join(descriptions)}")
-    for seed in seeds:
-        print(f"  writes {run_dirs[seed]}")
-    if checkpoints:
-        for seed in seeds:
-            print(f"resuming {run_dirs[seed]} from global_step {global_step} (task {task_index})")
-
-    # SIGTERM (SLURM preemption) and SIGINT (Ctrl-C) stop the run at the next update boundary with a checkpoint
-    stop_signal = []
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda received, frame: stop_signal.append(received))
-
-    def evaluate(step: int) -> None:
-        """The paper's protocol: deterministic actions, frozen normalization, envs on the evaluated task."""
-        eval_start = time.perf_counter()
-        task = evaluated_task(step, args.steps_per_task)
-        measure_plasticity = step == 0 or step % args.steps_per_task == 0
-        returns, lengths, visited = evaluate_policy(actor, eval_envs, task, obs_rms, args, seeds, device,
-                                                    args.plasticity_states if measure_plasticity else 0, env_pool)
-        for k in range(num_seeds):
-            evaluations_logs[k].write([step, task, returns.shape[1], returns[k].mean(), returns[k].std(),
-                                       returns[k].min(), returns[k].max()])
-            writers[k].add_scalar("eval/episodic_return", returns[k].mean(), step)
-            writers[k].add_scalar("eval/episodic_length", lengths[k].mean(), step)
-        timers["eval"] += time.perf_counter() - eval_start
-        last_eval_return[:] = returns.mean(axis=1)
-        if num_seeds == 1:
-            message = f"eval step={step} task={task} return={returns.mean():.1f} +- {returns.std():.1f}"
-        else:
-            message = (f"eval step={step} task={task} return per seed: "
-                       + ", ".join(f"{seed}: {value:.0f}" for seed, value in zip(seeds, last_eval_return)))
-        (progress.write if progress else print)(message)
-        if measure_plasticity:
-            plasticity_start = time.perf_counter()
-            with torch.inference_mode():
-                for network_name, network in (("critic", critic), ("actor", actor)):
-                    for k in range(num_seeds):  # per seed: its own states through its own network
-                        activations = single_seed_network(network, k).hidden_activations(
-                            torch.from_numpy(visited[k]).to(device)[None])
-                        activations = [layer[0] for layer in activations]
-                        metrics = {"effective_rank": plasticity_metrics.effective_rank(activations[-1]),
-                                   "stable_rank": plasticity_metrics.stable_rank(activations[-1]),
-                                   "dormant_percent": plasticity_metrics.dormant_unit_percentage(activations)}
-                        for key, value in metrics.items():
-                            writers[k].add_scalar(f"plasticity/{network_name}_{key}", value, step)
-                        plasticity_logs[k].write([step, task, network_name, *metrics.values()])
-            timers["plasticity"] += time.perf_counter() - plasticity_start
-
-    def write_checkpoint() -> None:
-        """Each seed's own checkpoint.pt in its run directory, in the format of a one-seed run."""
-        stacked = {
-            "actor": actor.state_dict(), "critic": critic.state_dict(),
-            "actor_optimizer": actor_optimizer.state_dict(), "critic_optimizer": critic_optimizer.state_dict(),
-            "actor_generate_and_test": actor_generate_and_test.state_dict(),  # CB:
-            "critic_generate_and_test": critic_generate_and_test.state_dict(),  # CB:
-            "obs_rms": obs_rms.state_dict(), "return_rms": return_rms.state_dict(), "raw_obs": raw_obs,
-            "discounted_return": discounted_return, "episode_return": episode_return, "episode_length": episode_length,
-            "nonfinite_skips_total": nonfinite_skips_total,
-        }
-        for k, seed in enumerate(seeds):
-            state = {"format": CHECKPOINT_FORMAT, "args": config_args[seed], "global_step": global_step,
-                     "iteration": iteration, "task_index": task_index, "timers": dict(timers),
-                     **seed_slice(stacked, k),
-                     "env_states": [nonstationary_envs.get_env_state(env) for env in envs[k]],
-                     "rng": {"torch": generators[k].get_state()}}
-            save_checkpoint(run_dirs[seed], state)
-            if args.save_states and saved_states[k]:
-                observations, steps = np.concatenate(saved_states[k]), np.concatenate(saved_state_steps[k])
-                saved_states[k], saved_state_steps[k] = [observations], [steps]
-                atomic_write_bytes(os.path.join(run_dirs[seed], "states.npz"),
-                                   lambda f: np.savez_compressed(f, observations=observations, global_steps=steps))
-
-    # Rollout buffers live on the CPU during the rollout (one copy to the device per update), (seeds, T, envs, ...)
-    obs_buffer = np.zeros((num_seeds, args.num_steps, args.num_envs, obs_dim), np.float32)
-    next_obs_buffer = np.zeros((num_seeds, args.num_steps, args.num_envs, obs_dim), np.float32)
-    actions_buffer = np.zeros((num_seeds, args.num_steps, args.num_envs, action_dim), np.float32)
-    rewards_buffer = np.zeros((num_seeds, args.num_steps, args.num_envs), np.float32)
-    terminations_buffer = np.zeros((num_seeds, args.num_steps, args.num_envs), np.float32)
-    dones_buffer = np.zeros((num_seeds, args.num_steps, args.num_envs), np.float32)
-    env_index = [(k, i, env) for k, seed_envs in enumerate(envs) for i, env in enumerate(seed_envs)]
-    env_pool = ThreadPoolExecutor(args.env_threads) if args.env_threads > 1 else None
-    seed_rows = torch.arange(num_seeds, device=device)[:, None]  # gathers each seed's own minibatch
-
-    eval_points = [s for s in evaluation_steps(args.steps_per_task, num_tasks, args.eval_frequency) if s > global_step]
-    progress = None
-    session_start, session_start_step = time.perf_counter(), global_step
-    session_timers_start = dict(timers)
-    wall_mark = session_start
-    if checkpoints is None:
-        evaluate(0)
-    progress = tqdm(total=total_steps, initial=global_step, unit="step", dynamic_ncols=True, disable=None)
-    obs = obs_rms.normalize(raw_obs, args.normalization_clip)
-    final_raw_obs = {}  # (seed, env) index -> final observation of an episode that ended in this step
-    next_checkpoint = global_step + args.checkpoint_frequency if args.checkpoint_frequency else math.inf
-    exit_code = 0
-
-    while global_step < total_steps:
-        iteration += 1
-        if args.anneal_lr:
-            for optimizer in (actor_optimizer, critic_optimizer):
-                optimizer.param_groups[0]["lr"] = args.learning_rate * (1.0 - (iteration - 1.0) / num_iterations)
-
-        # ---- Rollout ----
-        action_std = torch.exp(actor.log_std.detach())
-        # each seed's action noise for the whole rollout, from its own generator: (T, seeds, envs, action_dim)
-        action_noise = torch.stack([torch.randn((args.num_steps, args.num_envs, action_dim), generator=generator)
-                                    for generator in generators], dim=1).to(device)
-        task_ended = False
-        steps_collected = 0
-        # one inference-mode context for the whole rollout: entering it per step costs ~20 us
-        with torch.inference_mode():
-            for step in range(args.num_steps):
-                step_task = global_step // args.steps_per_task
-                if step_task != task_index:
-                    task_index = step_task
-                    for _, _, env in env_index:
-                        env.get_wrapper_attr("set_task")(task_index)
-                    for writer in writers:
-                        writer.add_scalar("task/index", task_index, global_step)
-                    progress.write(f"step {global_step}: task {task_index} "
-                                   f"({envs[0][0].get_wrapper_attr('task_description')()})")
-                obs_buffer[:, step] = obs
-                mean = actor(torch.from_numpy(obs).to(device))
-                action = (mean + action_std * action_noise[step]).cpu().numpy()
-                actions_buffer[:, step] = action
-                clipped_action = np.minimum(np.maximum(action, action_low), action_high)  # np.clip's wrapper costs ~10 us
-                global_step += args.num_envs
-                for (k, i, env), (next_raw_obs, reward, terminated, _, _) in zip(
-                        env_index, step_envs(env_index, clipped_action, env_pool, args.env_threads)):
-                    episode_return[k, i] += reward
-                    episode_length[k, i] += 1
-                    # gymnasium's NormalizeReward: scale by the std of the discounted return, reset only on termination
-                    discounted_return[k, i] = discounted_return[k, i] * args.gamma * (1.0 - terminated) + reward
-                    rewards_buffer[k, step, i] = reward
-                    terminations_buffer[k, step, i] = terminated
-                    done = terminated or episode_length[k, i] >= args.max_episode_steps
-                    dones_buffer[k, step, i] = done
-                    raw_obs[k, i] = next_raw_obs
-                    if done:
-                        # The env restarts in the same step, so the buffer holds no junk transition; the true final
-                        # observation is kept for next_obs_buffer (a truncation bootstraps from its value).
-                        final_raw_obs[k, i] = next_raw_obs
-                        writers[k].add_scalar("charts/episodic_return", episode_return[k, i], global_step)
-                        writers[k].add_scalar("charts/episodic_length", episode_length[k, i], global_step)
-                        episode_return[k, i], episode_length[k, i] = 0.0, 0
-                        raw_obs[k, i] = env.unwrapped.reset()[0]
-                return_rms.update(discounted_return)
-                if args.norm_reward:
-                    scaled_reward = rewards_buffer[:, step] / np.sqrt(return_rms.var + 1e-8)
-                    rewards_buffer[:, step] = np.minimum(np.maximum(scaled_reward, -args.normalization_clip),
-                                                         args.normalization_clip)
-                obs_rms.update(raw_obs)
-                obs = obs_rms.normalize(raw_obs, args.normalization_clip)
-                next_obs_buffer[:, step] = obs
-                for (k, i), final in final_raw_obs.items():
-                    next_obs_buffer[k, step, i] = obs_rms.normalize(final, args.normalization_clip)[k, 0]
-                final_raw_obs.clear()
-                if args.save_states and (global_step // args.num_envs) % args.save_states_every == 0:
-                    for k in range(num_seeds):
-                        saved_states[k].append(raw_obs[k].astype(np.float16))
-                        saved_state_steps[k].append(np.full(args.num_envs, global_step))
-                steps_collected += 1
-                if eval_points and global_step >= eval_points[0]:
-                    progress.update(global_step - progress.n)
-                    task_ended |= global_step % args.steps_per_task == 0
-                    evaluate(eval_points.pop(0))
-                if global_step >= total_steps:
-                    break
-        progress.update(global_step - progress.n)
-        if steps_collected < args.num_steps or global_step >= total_steps:
-            break  # the run ends with this rollout; an update would not be evaluated any more
-
-        # ---- Advantages ----
-        b_obs = torch.from_numpy(obs_buffer).to(device).reshape(num_seeds, batch_size, obs_dim)
-        b_actions = torch.from_numpy(actions_buffer).to(device).reshape(num_seeds, batch_size, action_dim)
-        rollout_shape = (num_seeds, args.num_steps, args.num_envs)
-        with torch.no_grad():
-            values = critic(b_obs).reshape(rollout_shape)
-            next_values = critic(torch.from_numpy(next_obs_buffer).to(device).reshape(num_seeds, batch_size, obs_dim))
-            old_log_probs = gaussian_log_prob(b_actions, actor(b_obs), actor.log_std)
-            # gae runs over time first: (T, seeds, envs) views of the (seeds, T, envs) buffers
-            time_major = [torch.from_numpy(buffer).to(device).transpose(0, 1)
-                          for buffer in (rewards_buffer, terminations_buffer, dones_buffer)]
-            rewards, terminations, dones = time_major
-            advantages = gae(rewards, values.transpose(0, 1), next_values.reshape(rollout_shape).transpose(0, 1),
-                             terminations, dones, args.gamma, args.gae_lambda).transpose(0, 1)
-            returns = advantages + values
-
-        # ---- Update ----
-        b_advantages = advantages.reshape(num_seeds, batch_size)
-        b_returns, b_values = returns.reshape(num_seeds, batch_size), values.reshape(num_seeds, batch_size)
-        if args.norm_adv:  # Algorithm 1, line 19: normalized over each seed's whole batch, once, after the returns
-            b_advantages = normalize_advantages(b_advantages)
-        loss_sums = torch.zeros(num_seeds, 5, device=device)  # policy, value, entropy, old approx kl, approx kl
-        clipfrac_sum = torch.zeros(num_seeds, device=device)
-        critic_max_grad = torch.zeros(num_seeds, device=device)
-        minibatch_steps, skipped_this_update = np.zeros(num_seeds, np.int64), np.zeros(num_seeds, np.int64)
-        skip_reasons = [set() for _ in seeds]
-        # CB: units replaced per seed during this update
-        actor_replaced, critic_replaced = np.zeros(num_seeds, np.int64), np.zeros(num_seeds, np.int64)
-        for epoch in range(args.update_epochs):
-            permutation = torch.stack([torch.randperm(batch_size, generator=generator)
-                                       for generator in generators]).to(device)
-            for start in range(0, batch_size, args.minibatch_size):
-                mb = permutation[:, start : start + args.minibatch_size]  # (seeds, minibatch): each seed's own
-                # CB: the same forward pass, keeping every hidden layer's output for generate-and-test
-                actor_activations = actor.hidden_activations(b_obs[seed_rows, mb])
-                new_log_probs = gaussian_log_prob(b_actions[seed_rows, mb], actor.mean_head(actor_activations[-1]),
-                                                  actor.log_std)
-                log_ratio = new_log_probs - old_log_probs[seed_rows, mb]
-                ratio = log_ratio.exp()
-                with torch.no_grad():
-                    old_approx_kl = (-log_ratio).mean(-1)
-                    approx_kl = ((ratio - 1) - log_ratio).mean(-1)
-                    clipfrac_sum += ((ratio - 1.0).abs() > args.clip_coef).float().mean(-1)
-                mb_advantages = b_advantages[seed_rows, mb]
-                pg_loss = torch.max(-mb_advantages * ratio,
-                                    -mb_advantages * torch.clamp(ratio, 1 - args.clip_coef, 1 + args.clip_coef)).mean(-1)
-                entropy = gaussian_entropy(actor.log_std).squeeze(-1)
-                actor_loss = pg_loss - args.ent_coef * entropy
-
-                critic_activations = critic.hidden_activations(b_obs[seed_rows, mb])  # CB:
-                new_values = critic.head(critic_activations[-1]).squeeze(-1)
-                mb_returns = b_returns[seed_rows, mb]
-                if args.clip_vloss:
-                    mb_values = b_values[seed_rows, mb]
-                    clipped_values = mb_values + torch.clamp(new_values - mb_values, -args.clip_coef, args.clip_coef)
-                    v_loss = torch.max((new_values - mb_returns) ** 2, (clipped_values - mb_returns) ** 2).mean(-1)
-                else:
-                    v_loss = ((new_values - mb_returns) ** 2).mean(-1)  # Algorithm 1: plain MSE
-                critic_loss = v_loss
-
-                actor_optimizer.zero_grad()
-                critic_optimizer.zero_grad()
-                # disjoint parameters: one backward serves both; summed over seeds, so each seed's gradient is
-                # the gradient of its own loss
-                (actor_loss + critic_loss).sum().backward()
-                critic_grad_max = critic_optimizer.max_abs_gradients()
-                actor_grad_norm = actor_optimizer.clip_grad_norms_(args.max_grad_norm)
-                critic_grad_norm = critic_optimizer.clip_grad_norms_(args.max_grad_norm)
-                # One host sync per minibatch: a seed whose loss or gradient is not finite skips its step
-                finite = torch.stack([actor_loss, critic_loss, actor_grad_norm, critic_grad_norm]).isfinite().cpu().numpy()
-                seed_finite = finite.all(axis=0)
-                if not seed_finite.all():
-                    names = np.array(["actor_loss", "critic_loss", "actor_grad", "critic_grad"])
-                    for k in np.flatnonzero(~seed_finite):
-                        skip_reasons[k].update(names[~finite[:, k]])
-                    skipped_this_update += ~seed_finite
-                    consecutive_nonfinite = np.where(seed_finite, 0, consecutive_nonfinite + 1)
-                    if consecutive_nonfinite.max() >= args.max_nonfinite_skips:
-                        break
-                    actor_optimizer.step(seed_finite)
-                    critic_optimizer.step(seed_finite)
-                else:
-                    consecutive_nonfinite[:] = 0
-                    actor_optimizer.step()
-                    critic_optimizer.step()
-                # CB: generate-and-test after every optimizer step, on this minibatch's hidden outputs (stepped seeds)
-                actor_replaced += actor_generate_and_test.step(actor_activations, seed_finite)
-                critic_replaced += critic_generate_and_test.step(critic_activations, seed_finite)
-                finite_mask = torch.from_numpy(seed_finite).to(device)
-                minibatch_steps += seed_finite
-                critic_max_grad = torch.where(finite_mask, torch.maximum(critic_max_grad, critic_grad_max), critic_max_grad)
-                loss_sums += torch.where(finite_mask[:, None], torch.stack(
-                    [pg_loss, v_loss, entropy, old_approx_kl, approx_kl], dim=1).detach(), 0.0)
-            if consecutive_nonfinite.max() >= args.max_nonfinite_skips:
-                break
-            if args.target_kl is not None and approx_kl.item() > args.target_kl:  # one seed (validate_args)
-                break
-
-        # ---- Logging ----
-        now = time.perf_counter()
-        timers["wall"] += now - wall_mark
-        wall_mark = now
-        session_time = now - session_start
-        session_overhead = sum(timers[k] - session_timers_start[k] for k in ("eval", "plasticity"))
-        group_sps = num_seeds * (global_step - session_start_step) / max(session_time - session_overhead, 1e-9)
-        steps_taken = torch.from_numpy(np.maximum(minibatch_steps, 1)).to(device)  # per seed (skips excluded)
-        loss_means = (loss_sums / steps_taken[:, None]).tolist()
-        clipfracs = (clipfrac_sum / steps_taken).tolist()
-        critic_max_grads = critic_max_grad.tolist()
-        y_pred, y_true = b_values.cpu().numpy(), b_returns.cpu().numpy()
-        # CB: each seed's mean utility, actor and critic
-        actor_utility, critic_utility = actor_generate_and_test.mean_utility(), critic_generate_and_test.mean_utility()
-        for k, writer in enumerate(writers):
-            if skipped_this_update[k]:
-                nonfinite_skips_total[k] += skipped_this_update[k]
-                warnings.warn(f"seed {seeds[k]}, step {global_step}: skipped {skipped_this_update[k]} minibatch step(s) "
-                              f"with non-finite {', '.join(sorted(skip_reasons[k]))}")
-            writer.add_scalar("charts/nonfinite_skips", nonfinite_skips_total[k], global_step)
-            if minibatch_steps[k]:
-                pg_mean, v_mean, entropy_mean, old_kl_mean, kl_mean = loss_means[k]
-                var_y = np.var(y_true[k])
-                writer.add_scalar("charts/learning_rate", actor_optimizer.param_groups[0]["lr"], global_step)
-                writer.add_scalar("losses/value_loss", v_mean, global_step)
-                writer.add_scalar("losses/policy_loss", pg_mean, global_step)
-                writer.add_scalar("losses/entropy", entropy_mean, global_step)
-                writer.add_scalar("losses/old_approx_kl", old_kl_mean, global_step)
-                writer.add_scalar("losses/approx_kl", kl_mean, global_step)
-                # CB: replacements in this update, and utilities (actor and critic apart: their scales differ)
-                writer.add_scalar("cb/replaced_units", actor_replaced[k] + critic_replaced[k], global_step)
-                writer.add_scalar("cb/actor_replaced_units", actor_replaced[k], global_step)
-                writer.add_scalar("cb/critic_replaced_units", critic_replaced[k], global_step)
-                writer.add_scalar("cb/actor_mean_utility", actor_utility[k], global_step)
-                writer.add_scalar("cb/critic_mean_utility", critic_utility[k], global_step)
-                writer.add_scalar("losses/clipfrac", clipfracs[k], global_step)
-                writer.add_scalar("losses/explained_variance",
-                                  np.nan if var_y == 0 else 1 - np.var(y_true[k] - y_pred[k]) / var_y, global_step)
-                writer.add_scalar("plasticity/critic_max_abs_grad", critic_max_grads[k], global_step)
-            writer.add_scalar("charts/SPS", group_sps / num_seeds, global_step)  # this seed's own steps/s
-        progress.set_postfix(task=task_index, sps=f"{group_sps:.0f}", eval=f"{np.nanmean(last_eval_return):.0f}",
-                             refresh=False)
-
-        # ---- Checkpoint ----
-        if consecutive_nonfinite.max() >= args.max_nonfinite_skips:
-            write_checkpoint()
-            failed = [seeds[k] for k in np.flatnonzero(consecutive_nonfinite >= args.max_nonfinite_skips)]
-            reasons = sorted(set().union(*(skip_reasons[seeds.index(seed)] for seed in failed)))
-            print(f"error: seed {', '.join(map(str, failed))}: {args.max_nonfinite_skips} consecutive minibatch steps "
-                  f"had a non-finite loss or gradient ({', '.join(reasons)}) at step {global_step}; stopped with a "
-                  "checkpoint of the last finite state. Lower the learning rate or inspect the run before resuming.",
-                  file=sys.stderr)
-            exit_code = EXIT_NONFINITE
-            break
-        if stop_signal:
-            write_checkpoint()
-            progress.write(f"received signal {stop_signal[0]}: checkpoint written at step {global_step}; "
-                           f"re-run the same command to resume (exit code {EXIT_PREEMPTED})")
-            exit_code = EXIT_PREEMPTED
-            break
-        if task_ended or global_step >= next_checkpoint:
-            write_checkpoint()
-            while next_checkpoint <= global_step:
-                next_checkpoint += args.checkpoint_frequency
-
-    progress.close()
-    if env_pool is not None:
-        env_pool.shutdown()
-    timers["wall"] += time.perf_counter() - wall_mark
-    train_time = timers["wall"] - timers["eval"] - timers["plasticity"]
-    if exit_code == 0:
-        write_checkpoint()  # the final networks and normalization statistics, for scripts/evaluate.py
-        for k, seed in enumerate(seeds):
-            summary = {"status": "finished", "global_step": global_step,
-                       "train_sps": global_step / max(train_time, 1e-9), "wall_time_s": timers["wall"],
-                       "train_time_s": train_time, "eval_time_s": timers["eval"],
-                       "plasticity_time_s": timers["plasticity"], "nonfinite_skips": int(nonfinite_skips_total[k]),
-                       "num_seeds": num_seeds, "group_train_sps": num_seeds * global_step / max(train_time, 1e-9),
-                       "device": device.type}
-            with open(os.path.join(run_dirs[seed], "summary.json"), "w") as f:
-                json.dump(summary, f, indent=2)
-        print(f"finished {', '.join(run_dirs[seed] for seed in seeds)}: {global_step} steps per seed, train SPS "
-              f"{summary['group_train_sps']:.0f} ({summary['train_sps']:.0f} per seed), eval {timers['eval']:.1f} s")
-    for log in evaluations_logs + plasticity_logs:
-        log.close()
-    for writer in writers:
-        writer.close()
-    if args.track:
-        wandb.finish()
-    sys.exit(exit_code)
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
