@@ -1583,7 +1583,13 @@ def finish_run(run: Run) -> int:
 def validate_args(args: Args) -> None:
     """Reject a bad configuration up front, with a message that names the flag and the valid range (the shared
     checks, then the method's own: validate_method)."""
+    from typing import get_args, get_origin
+
     nonstationary_envs.validate_setting(args.env_id, args.experiment, args.strategy, args.friction_mode)
+    for field in dataclasses.fields(Args):  # tyro checks a Literal flag's choices on the command line, this in Python
+        value, choices = getattr(args, field.name), get_args(field.type) if get_origin(field.type) is Literal else ()
+        if choices and value not in choices:
+            raise ValueError(f"--{field.name.replace('_', '-')} must be one of {', '.join(choices)}, got {value!r}")
     schedule_length = len(nonstationary_envs.task_schedule(args.env_id, args.experiment, args.strategy))
     positive = ["steps_per_task", "num_steps", "num_envs", "minibatch_size", "update_epochs", "eval_frequency",
                 "eval_episodes", "max_episode_steps", "max_nonfinite_skips", "save_states_every", "hidden_dim",

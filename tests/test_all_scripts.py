@@ -111,6 +111,20 @@ def test_outputs_equal_the_golden_outputs_of_two_seeds(script, tmp_path):
     assert_matches_golden(golden_outputs.run_fingerprints(script, 2, tmp_path), golden)
 
 
+def test_the_plumbing_block_is_byte_identical_in_every_script():
+    """Below its marker line every algorithm script holds the same plumbing, byte for byte (the template's is
+    copied with scripts/sync_plumbing.py); above it, the method."""
+    sys.path.insert(0, os.path.join(REPO_ROOT, "scripts"))
+    import sync_plumbing
+
+    _, template = sync_plumbing.split(sync_plumbing.read(sync_plumbing.TEMPLATE), sync_plumbing.TEMPLATE)
+    assert len(template.splitlines()) > 500  # the block really holds the plumbing
+    for script in sync_plumbing.SCRIPTS:
+        method, block = sync_plumbing.split(sync_plumbing.read(script), script)
+        assert block == template, f"{script}: its plumbing differs from ppo_continuous.py's (scripts/sync_plumbing.py)"
+        assert "def main(argv: list) -> int:" in method
+
+
 # Method state that must survive a resume even when the tiny run would not exercise it: CB replaces units.
 RESUME_METHOD_FLAGS = {"cb_continuous.py": ["--maturity-threshold", "2", "--replacement-rate", "0.05"]}
 
