@@ -596,62 +596,69 @@ class BatchedEnv:
         self._obs[ids] = obs
         return obs
 
-    def step(self, actions) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Step every simulation by one env step (frame_skip substeps) with ``actions`` (num_sims, nu).
+    def step(self, actions, sim_ids=None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Step simulations ``sim_ids`` (None: all; else ascending ids) by one env step (frame_skip substeps) with
+        ``actions`` (len(ids), nu); the other simulations do not move.
 
-        Returns obs (num_sims, obs_dim) float64, reward (num_sims,) float64, terminated and truncated
-        (num_sims,) bool.
+        Returns their obs (len(ids), obs_dim) float64, reward (len(ids),) float64, terminated and truncated
+        (len(ids),) bool.
         """
         actions = np.asarray(actions)
-        if actions.shape != (self.num_sims, self.action_dim):
-            raise ValueError(f"actions must have shape {(self.num_sims, self.action_dim)}, got {actions.shape}")
+        if sim_ids is None:
+            ids, n = slice(None), self.num_sims  # views of the whole batch: the fast path
+        else:
+            ids = self._ids(sim_ids)
+            if ids.size > 1 and not np.all(ids[1:] > ids[:-1]):
+                raise ValueError(f"sim_ids must be ascending, got {ids.tolist()}")
+            n = ids.size
+        if actions.shape != (n, self.action_dim):
+            raise ValueError(f"actions must have shape {(n, self.action_dim)}, got {actions.shape}")
         if not self._all_reset:
             if not self._was_reset.all():
                 raise RuntimeError(f"simulations {np.flatnonzero(~self._was_reset).tolist()} were never reset")
             self._all_reset = True
-        self._ctrl[:] = actions
+        self._ctrl[ids] = actions
         # np.add.reduce is np.sum without its Python wrapper: the same pairwise sum per row
         ctrl_cost = self._ctrl_cost_weight * np.add.reduce(np.square(actions), axis=1)
         if self._is_ant:
-            x_before = self._x_before.copy()
+            x_before = self._x_before[ids].copy()
         else:
-            x_before = self._qpos[:, 0].copy()
-        self._batch.step(None, self._frame_skip)
+            x_before = self._qpos[ids, 0].copy()
+        self._batch.step(None if sim_ids is None else ids, self._frame_skip)
         if self._is_ant:
             batch, datas, models, views, cfrc = self._batch, self._datas, self._models, self._cfrc_views, self._cfrc
-            for k in range(self.num_sims):
+            for k in range(self.num_sims) if sim_ids is None else ids.tolist():
                 data = datas[k]
                 batch.get_data(k, data)
                 mujoco.mj_rnePostConstraint(models[k], data)
                 cfrc[k] = views[k]
-            x_after = self._xpos[:, self._main_body, 0].copy()
-            self._x_before[:] = x_after
+            x_after = self._xpos[ids, self._main_body, 0].copy()
+            self._x_before[ids] = x_after
         else:
-            x_after = self._qpos[:, 0]
+            x_after = self._qpos[ids, 0]
         x_velocity = (x_after - x_before) / self.dt
         if self._is_ant:
             min_z, max_z = self._healthy_z_range
-            z = self._qpos[:, 2]
+            z = self._qpos[ids, 2]
             # state_vector() = (qpos, qvel): one slice of the state rows
-            healthy = np.logical_and.reduce(np.isfinite(self._qpos_qvel), axis=1) & (min_z <= z) & (z <= max_z)
+            healthy = np.logical_and.reduce(np.isfinite(self._qpos_qvel[ids]), axis=1) & (min_z <= z) & (z <= max_z)
             min_value, max_value = self._contact_force_range
-            contact_forces = np.clip(self._cfrc, min_value, max_value, out=self._clipped)
-            contact_cost = self._contact_cost_weight * np.add.reduce(
-                np.square(contact_forces).reshape(self.num_sims, -1), axis=1
-            )
+            contact_forces = np.clip(self._cfrc[ids], min_value, max_value,
+                                     out=self._clipped if sim_ids is None else None)
+            contact_cost = self._contact_cost_weight * np.add.reduce(np.square(contact_forces).reshape(n, -1), axis=1)
             forward_reward = x_velocity * self._forward_reward_weight
             rewards = forward_reward + healthy * self._healthy_reward
             costs = ctrl_cost + contact_cost
             reward = rewards - costs
             terminated = ~healthy & bool(self._terminate_when_unhealthy)
-            obs = self._observation(None, contact_forces)
+            obs = self._observation(None if sim_ids is None else ids, contact_forces)
         else:
             reward = self._forward_reward_weight * x_velocity - ctrl_cost
-            terminated = np.zeros(self.num_sims, dtype=bool)
-            obs = self._observation(None)
-        self._elapsed += 1
-        truncated = self._elapsed >= self.max_episode_steps
-        self._obs[:] = obs
+            terminated = np.zeros(n, dtype=bool)
+            obs = self._observation(None if sim_ids is None else ids)
+        self._elapsed[ids] += 1
+        truncated = self._elapsed[ids] >= self.max_episode_steps
+        self._obs[ids] = obs
         return obs, reward, terminated, truncated
 
     def _observation(self, ids, contact_forces=None) -> np.ndarray:

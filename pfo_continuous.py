@@ -327,7 +327,7 @@ def main(argv: list) -> int:
 EXIT_INVALID_CONFIG = 2
 EXIT_NONFINITE = 3
 EXIT_PREEMPTED = 75
-CHECKPOINT_FORMAT = 2  # 2: every tensor of the per-seed state has a leading seed axis of length 1
+CHECKPOINT_FORMAT = 3  # 2: every per-seed tensor has a leading seed axis of length 1; 3: BatchedEnv's env states
 # Args that may change between a run and its resumption without changing the experiment (a seed's results do
 # not depend on the other seeds trained beside it, so the group it runs in may change too).
 RESUME_IGNORED_ARGS = ("overwrite", "cuda", "track", "wandb_project_name", "wandb_entity", "max_nonfinite_skips",
@@ -385,9 +385,9 @@ class RunArgs:
     """episode length limit (truncation) for training and evaluation"""
     num_envs: int = 1
     """the number of parallel training environments per seed (stepped in this process)"""
-    env_threads: int = 1
-    """step the environments of all seeds from this many threads (MuJoCo releases the GIL in mj_step); results
-    do not depend on it; 1 steps them in the main thread"""
+    env_threads: int = 0
+    """threads that step the simulations of all seeds (mujoco.batch, GIL released); results do not depend on it;
+    0 = the CPUs this process may use (os.sched_getaffinity), at most one per simulation"""
 
     # Evaluation, checkpoints and outputs
     eval_frequency: int = 20000
@@ -691,7 +691,7 @@ class Run:
                    for name, value in [*vars(self.agent).items(), *((name, getattr(self, name)) for name in self.STATE)]}
         return {"format": CHECKPOINT_FORMAT, "args": self.config_args[self.seeds[k]],
                 **{name: copy.deepcopy(getattr(self, name)) for name in self.COUNTERS}, **seed_slice(stacked, k),
-                "env_states": [nonstationary_envs.get_env_state(env) for env in self.envs[k]],
+                "env_states": [self.env.get_state(sim) for sim in self.sims[k]],
                 "rng": {"torch": self.generators[k].get_state()}}
 
     def load(self, checkpoints: list) -> None:
@@ -705,9 +705,9 @@ class Run:
                 setattr(self.agent if name in vars(self.agent) else self, name, state[name].copy())
         for name in self.COUNTERS:
             setattr(self, name, state[name])
-        for seed_envs, checkpoint in zip(self.envs, checkpoints):
-            for env, env_state in zip(seed_envs, checkpoint["env_states"]):
-                nonstationary_envs.set_env_state(env, env_state)
+        for sims, checkpoint in zip(self.sims, checkpoints):
+            for sim, env_state in zip(sims, checkpoint["env_states"]):
+                self.env.set_state(sim, env_state)
         for generator, checkpoint in zip(self.generators, checkpoints):
             generator.set_state(checkpoint["rng"]["torch"])
 
@@ -715,26 +715,12 @@ class Run:
 # ---- Environments and evaluation ----
 
 
-def make_env(args: Args, seed: int) -> gym.Env:
-    """One non-stationary environment; the rollout steps ``env.unwrapped`` directly (no wrapper overhead)."""
-    env = nonstationary_envs.make_nonstationary_env(
-        args.env_id, args.experiment, args.strategy, friction_mode=args.friction_mode
-    )
-    env.action_space.seed(seed)
-    return env
-
-
-def step_envs(env_index: list, actions: np.ndarray, pool: Optional[ThreadPoolExecutor] = None, threads: int = 1) -> list:
-    """``env.step`` of every (seed k, env i, env) of ``env_index`` with action ``actions[k, i]``, in that order.
-    With a thread pool, thread j steps entries j, j + threads, ...: each env is stepped by one thread with its
-    own model and data, so the results do not depend on the number of threads."""
-    if pool is None:
-        return [env.unwrapped.step(actions[k, i]) for k, i, env in env_index]
-    shares = pool.map(lambda j: [env.unwrapped.step(actions[k, i]) for k, i, env in env_index[j::threads]], range(threads))
-    transitions = [None] * len(env_index)
-    for j, share in enumerate(shares):
-        transitions[j::threads] = share
-    return transitions
+def make_env(args: Args, num_sims: int) -> nonstationary_envs.BatchedEnv:
+    """``num_sims`` simulations of the setting stepped together (mujoco.batch; gymnasium v5's env bit for bit, each
+    with its own task, reset noise and episode), on --env-threads threads (results do not depend on them)."""
+    threads = min(args.env_threads or len(os.sched_getaffinity(0)), num_sims)
+    return nonstationary_envs.BatchedEnv(args.env_id, args.experiment, args.strategy, args.friction_mode,
+                                         num_sims=num_sims, nthread=threads, max_episode_steps=args.max_episode_steps)
 
 
 def evaluation_steps(steps_per_task: int, num_tasks: int, eval_frequency: int) -> list:
@@ -749,21 +735,21 @@ def evaluated_task(global_step: int, steps_per_task: int) -> int:
     return max(global_step - 1, 0) // steps_per_task
 
 
-def evaluate_policy(actor: nn.Module, eval_envs: list, task: int, obs_rms: RunningMeanStd, args: Args, seeds: list,
-                    device, max_states: int = 0, pool: Optional[ThreadPoolExecutor] = None):
-    """Run one episode per evaluation env with the deterministic (mean) action, on ``task``, with the observation
-    statistics frozen. ``eval_envs[k][i]`` is seed ``seeds[k]``'s env i, reset with seeds[k] + 100 + i (paper,
-    Appendix B), so an evaluation is a function of the policy and the statistics only; all seeds' episodes share
-    one forward pass per step. Returns the undiscounted returns and episode lengths, (seeds, episodes), and per
-    seed up to ``max_states`` normalized states spread evenly over its episodes (for the plasticity metrics)."""
+def evaluate_policy(actor: nn.Module, eval_env: nonstationary_envs.BatchedEnv, task: int, obs_rms: RunningMeanStd,
+                    args: Args, seeds: list, device, max_states: int = 0):
+    """Run one episode per evaluation simulation with the deterministic (mean) action, on ``task``, with the
+    observation statistics frozen. Simulation k * E + i is seed ``seeds[k]``'s episode i of E, reset with
+    seeds[k] + 100 + i (paper, Appendix B), so an evaluation is a function of the policy and the statistics only;
+    all seeds' episodes share one forward pass per step. Returns the undiscounted returns and episode lengths,
+    (seeds, episodes), and per seed up to ``max_states`` normalized states spread evenly over its episodes (for the
+    plasticity metrics)."""
     frozen_rms = copy.deepcopy(obs_rms)
-    num_seeds, num_episodes = len(eval_envs), len(eval_envs[0])
-    for seed_envs in eval_envs:
-        for env in seed_envs:
-            env.get_wrapper_attr("set_task")(task)
-    obs = np.stack([[env.unwrapped.reset(seed=seed + 100 + i)[0] for i, env in enumerate(seed_envs)]
-                    for seed, seed_envs in zip(seeds, eval_envs)])
-    low, high = eval_envs[0][0].action_space.low, eval_envs[0][0].action_space.high
+    num_seeds = len(seeds)
+    num_episodes = eval_env.num_sims // num_seeds
+    eval_env.set_task(None, task)
+    obs = eval_env.reset(None, [seed + 100 + i for seed in seeds for i in range(num_episodes)])
+    obs = obs.reshape(num_seeds, num_episodes, -1)
+    low, high = eval_env.single_action_space.low, eval_env.single_action_space.high
     returns, lengths = np.zeros((num_seeds, num_episodes)), np.zeros((num_seeds, num_episodes), dtype=np.int64)
     running = np.ones((num_seeds, num_episodes), dtype=bool)
     visited = [[] for _ in range(num_seeds)]
@@ -777,12 +763,13 @@ def evaluate_policy(actor: nn.Module, eval_envs: list, task: int, obs_rms: Runni
                 for k in range(num_seeds):
                     visited[k].append(obs_norm[k][running[k]])
             actions = np.clip(actor(torch.from_numpy(obs_norm).to(device)).cpu().numpy(), low, high)
-            env_index = [(k, i, eval_envs[k][i]) for k, i in zip(*np.nonzero(running))]
-            for (k, i, _), (obs[k, i], reward, terminated, _, _) in zip(
-                    env_index, step_envs(env_index, actions, pool, args.env_threads)):
-                returns[k, i] += reward
-                lengths[k, i] += 1
-                running[k, i] = not terminated and lengths[k, i] < args.max_episode_steps
+            ids = np.flatnonzero(running)  # only the episodes still running step (flat views of (seeds, episodes))
+            next_obs, reward, terminated, _ = eval_env.step(actions.reshape(eval_env.num_sims, -1)[ids],
+                                                            None if ids.size == eval_env.num_sims else ids)
+            obs.reshape(eval_env.num_sims, -1)[ids] = next_obs
+            returns.reshape(-1)[ids] += reward
+            lengths.reshape(-1)[ids] += 1
+            running.reshape(-1)[ids] = ~terminated & (lengths.reshape(-1)[ids] < args.max_episode_steps)
     states = [np.concatenate(v)[:max_states] if v else np.zeros((0, obs.shape[-1]), np.float32) for v in visited]
     return returns, lengths, states
 
@@ -794,9 +781,8 @@ def evaluate(run: Run, step: int) -> None:
     eval_start = time.perf_counter()
     task = evaluated_task(step, args.steps_per_task)
     measure_plasticity = step == 0 or step % args.steps_per_task == 0
-    returns, lengths, visited = evaluate_policy(run.agent.actor, run.eval_envs, task, run.obs_rms, args, seeds,
-                                                run.device, args.plasticity_states if measure_plasticity else 0,
-                                                run.env_pool)
+    returns, lengths, visited = evaluate_policy(run.agent.actor, run.eval_env, task, run.obs_rms, args, seeds,
+                                                run.device, args.plasticity_states if measure_plasticity else 0)
     for k in range(len(seeds)):
         run.evaluations_logs[k].write([step, task, returns.shape[1], returns[k].mean(), returns[k].std(),
                                        returns[k].min(), returns[k].max()])
@@ -846,7 +832,7 @@ def collect_rollout(run: Run) -> Optional[SimpleNamespace]:
     observation kept for the bootstrap), reward and observation normalization, --save-states. Returns the
     rollout as device tensors, (seeds, T * envs, ...) for obs, next_obs and actions, (seeds, T, envs) for rewards,
     terminations and dones; None when the run ended inside it."""
-    args, actor, envs, writers = run.args, run.agent.actor, run.envs, run.writers
+    args, actor, env, writers = run.args, run.agent.actor, run.env, run.writers
     num_seeds, device, progress = len(run.seeds), run.device, run.progress
     action_std = torch.exp(actor.log_std.detach())
     # each seed's action noise for the whole rollout, from its own generator: (T, seeds, envs, action_dim)
@@ -855,44 +841,42 @@ def collect_rollout(run: Run) -> Optional[SimpleNamespace]:
     buffers = run.buffers
     run.task_ended = False
     steps_collected = 0
-    final_raw_obs = {}  # (seed, env) index -> final observation of an episode that ended in this step
     # one inference-mode context for the whole rollout: entering it per step costs ~20 us
     with torch.inference_mode():
         for step in range(args.num_steps):
             step_task = run.global_step // args.steps_per_task
             if step_task != run.task_index:
                 run.task_index = step_task
-                for _, _, env in run.env_index:
-                    env.get_wrapper_attr("set_task")(run.task_index)
+                env.set_task(None, run.task_index)
                 for writer in writers:
                     writer.add_scalar("task/index", run.task_index, run.global_step)
-                progress.write(f"step {run.global_step}: task {run.task_index} "
-                               f"({envs[0][0].get_wrapper_attr('task_description')()})")
+                progress.write(f"step {run.global_step}: task {run.task_index} ({env.task_description(run.task_index)})")
             buffers.obs[:, step] = run.obs
             mean = actor(torch.from_numpy(run.obs).to(device))
             action = (mean + action_std * action_noise[step]).cpu().numpy()
             buffers.actions[:, step] = action
             clipped_action = np.minimum(np.maximum(action, run.action_low), run.action_high)  # np.clip costs ~10 us
             run.global_step += args.num_envs
-            for (k, i, env), (next_raw_obs, reward, terminated, _, _) in zip(
-                    run.env_index, step_envs(run.env_index, clipped_action, run.env_pool, args.env_threads)):
-                run.episode_return[k, i] += reward
-                run.episode_length[k, i] += 1
-                # gymnasium's NormalizeReward: scale by the std of the discounted return, reset only on termination
-                run.discounted_return[k, i] = run.discounted_return[k, i] * args.gamma * (1.0 - terminated) + reward
-                buffers.rewards[k, step, i] = reward
-                buffers.terminations[k, step, i] = terminated
-                done = terminated or run.episode_length[k, i] >= args.max_episode_steps
-                buffers.dones[k, step, i] = done
-                run.raw_obs[k, i] = next_raw_obs
-                if done:
-                    # The env restarts in the same step, so the buffer holds no junk transition; the true final
-                    # observation is kept for next_obs (a truncation bootstraps from its value).
-                    final_raw_obs[k, i] = next_raw_obs
+            next_raw_obs, reward, terminated, _ = env.step(clipped_action.reshape(env.num_sims, -1))
+            reward, terminated = reward.reshape(run.raw_obs.shape[:2]), terminated.reshape(run.raw_obs.shape[:2])
+            run.episode_return += reward
+            run.episode_length += 1
+            # gymnasium's NormalizeReward: scale by the std of the discounted return, reset only on termination
+            run.discounted_return = run.discounted_return * args.gamma * (1.0 - terminated) + reward
+            buffers.rewards[:, step] = reward
+            buffers.terminations[:, step] = terminated
+            done = terminated | (run.episode_length >= args.max_episode_steps)
+            buffers.dones[:, step] = done
+            run.raw_obs = next_raw_obs.reshape(run.raw_obs.shape)
+            # An ended episode restarts in the same step, so the buffer holds no junk transition; its true final
+            # observation is kept for next_obs (a truncation bootstraps from its value).
+            ended, final_raw_obs = np.argwhere(done), run.raw_obs[done]
+            if len(ended):
+                for k, i in ended:
                     writers[k].add_scalar("charts/episodic_return", run.episode_return[k, i], run.global_step)
                     writers[k].add_scalar("charts/episodic_length", run.episode_length[k, i], run.global_step)
-                    run.episode_return[k, i], run.episode_length[k, i] = 0.0, 0
-                    run.raw_obs[k, i] = env.unwrapped.reset()[0]
+                run.episode_return[done], run.episode_length[done] = 0.0, 0
+                run.raw_obs[done] = env.reset(np.flatnonzero(done))
             run.return_rms.update(run.discounted_return)
             if args.norm_reward:
                 scaled_reward = buffers.rewards[:, step] / np.sqrt(run.return_rms.var + 1e-8)
@@ -901,9 +885,8 @@ def collect_rollout(run: Run) -> Optional[SimpleNamespace]:
             run.obs_rms.update(run.raw_obs)
             run.obs = run.obs_rms.normalize(run.raw_obs, args.normalization_clip)
             buffers.next_obs[:, step] = run.obs
-            for (k, i), final in final_raw_obs.items():
+            for (k, i), final in zip(ended, final_raw_obs):
                 buffers.next_obs[k, step, i] = run.obs_rms.normalize(final, args.normalization_clip)[k, 0]
-            final_raw_obs.clear()
             if args.save_states and (run.global_step // args.num_envs) % args.save_states_every == 0:
                 for k in range(num_seeds):
                     run.saved_states[k].append(run.raw_obs[k].astype(np.float16))
@@ -1259,12 +1242,14 @@ def start_run(args: Args, argv: list, notes: tuple = ()) -> Run:
     # seed's random draws do not depend on the seeds beside it
     run.generators = [torch.Generator().manual_seed(seed) for seed in seeds]
 
-    # Environments: training envs seeded seed + i, evaluation envs seed + 100 + i (paper, Appendix B)
-    run.envs = [[make_env(args, seed + i) for i in range(args.num_envs)] for seed in seeds]
-    run.eval_envs = [[make_env(args, seed + 100 + i) for i in range(args.eval_episodes)] for seed in seeds]
-    run.obs_dim = obs_dim = run.envs[0][0].observation_space.shape[0]
-    run.action_dim = action_dim = run.envs[0][0].action_space.shape[0]
-    run.action_low, run.action_high = run.envs[0][0].action_space.low, run.envs[0][0].action_space.high
+    # Simulations: seed k's training env i is simulation k * num_envs + i, reset first with seed + i; its evaluation
+    # episode i is simulation k * eval_episodes + i of a second batch, reset with seed + 100 + i (paper, Appendix B)
+    run.env = make_env(args, num_seeds * args.num_envs)
+    run.eval_env = make_env(args, num_seeds * args.eval_episodes)
+    run.sims = np.arange(run.env.num_sims).reshape(num_seeds, args.num_envs)
+    run.obs_dim = obs_dim = run.env.observation_dim
+    run.action_dim = action_dim = run.env.action_dim
+    run.action_low, run.action_high = run.env.single_action_space.low, run.env.single_action_space.high
 
     run.agent = make_agent(args, obs_dim, action_dim, run.generators, device)
     run.obs_rms = RunningMeanStd(num_seeds, (obs_dim,))
@@ -1292,8 +1277,8 @@ def start_run(args: Args, argv: list, notes: tuple = ()) -> Run:
             for name in os.listdir(run.run_dirs[seed]):
                 if name in ("evaluations.csv", "plasticity.csv", "states.npz") or name.startswith("events.out.tfevents"):
                     os.remove(os.path.join(run.run_dirs[seed], name))
-        run.raw_obs = np.stack([[env.unwrapped.reset(seed=seed + i)[0] for i, env in enumerate(seed_envs)]
-                                for seed, seed_envs in zip(seeds, run.envs)])
+        run.raw_obs = run.env.reset(None, [seed + i for seed in seeds for i in range(args.num_envs)]).reshape(
+            num_seeds, args.num_envs, obs_dim)
         run.obs_rms.update(run.raw_obs)
     else:
         run.raw_obs = None
@@ -1307,9 +1292,7 @@ def start_run(args: Args, argv: list, notes: tuple = ()) -> Run:
                     keep = saved["global_steps"] <= run.global_step
                     run.saved_states[k] = [saved["observations"][keep]]
                     run.saved_state_steps[k] = [saved["global_steps"][keep]]
-    for seed_envs in run.envs:
-        for env in seed_envs:
-            env.get_wrapper_attr("set_task")(run.task_index)
+    run.env.set_task(None, run.task_index)
 
     for seed in seeds:
         with open(os.path.join(run.run_dirs[seed], "config.json"), "w") as f:
@@ -1350,12 +1333,9 @@ def start_run(args: Args, argv: list, notes: tuple = ()) -> Run:
           f"{'' if args.experiment == 'none' else '/' + args.strategy}: {num_tasks} task(s) x "
           f"{args.steps_per_task} steps, seed{'s' if num_seeds > 1 else ''} {', '.join(map(str, seeds))} on {device}"
           f"{'' if device.type == 'cuda' or not torch.cuda.is_available() else ' (CUDA from --num-seeds ' + str(CUDA_MIN_SEEDS) + ' or with --cuda)'}")
-    describer = run.eval_envs[0][0]  # an evaluation env: its task is set again before every evaluation
-    descriptions = []
-    for i in range(num_tasks):
-        describer.get_wrapper_attr("set_task")(i)
-        descriptions.append(describer.get_wrapper_attr("task_description")())
-    print(f"  task schedule: {'; '.join(descriptions)}")
+    print(f"  task schedule: {'; '.join(run.env.task_description(i) for i in range(num_tasks))}")
+    print(f"  simulations: {run.env.num_sims} training, {run.eval_env.num_sims} evaluation, on {run.env.nthread} "
+          f"thread(s)")
     for note in notes:
         print(f"  {note}")
     for seed in seeds:
@@ -1375,8 +1355,6 @@ def start_run(args: Args, argv: list, notes: tuple = ()) -> Run:
         obs=np.zeros((*shape, obs_dim), np.float32), next_obs=np.zeros((*shape, obs_dim), np.float32),
         actions=np.zeros((*shape, action_dim), np.float32), rewards=np.zeros(shape, np.float32),
         terminations=np.zeros(shape, np.float32), dones=np.zeros(shape, np.float32))
-    run.env_index = [(k, i, env) for k, seed_envs in enumerate(run.envs) for i, env in enumerate(seed_envs)]
-    run.env_pool = ThreadPoolExecutor(args.env_threads) if args.env_threads > 1 else None
     run.seed_rows = torch.arange(num_seeds, device=device)[:, None]  # gathers each seed's own minibatch
 
     run.eval_points = [s for s in evaluation_steps(args.steps_per_task, num_tasks, args.eval_frequency)
@@ -1396,8 +1374,6 @@ def finish_run(run: Run) -> int:
     """After the last iteration: the final checkpoint (the networks for scripts/evaluate.py) and each seed's
     summary.json when the run finished; logs closed. Returns the exit code."""
     run.progress.close()
-    if run.env_pool is not None:
-        run.env_pool.shutdown()
     timers, seeds = run.timers, run.seeds
     timers["wall"] += time.perf_counter() - run.wall_mark
     train_time = timers["wall"] - timers["eval"] - timers["plasticity"]
@@ -1441,13 +1417,15 @@ def validate_args(args: Args) -> None:
     schedule_length = len(nonstationary_envs.task_schedule(args.env_id, args.experiment, args.strategy))
     positive = ["steps_per_task", "num_steps", "num_envs", "minibatch_size", "update_epochs", "eval_frequency",
                 "eval_episodes", "max_episode_steps", "max_nonfinite_skips", "save_states_every", "hidden_dim",
-                "plasticity_states", "torch_threads", "num_seeds", "env_threads"]
+                "plasticity_states", "torch_threads", "num_seeds"]
     for name in positive:
         if getattr(args, name) < 1:
             raise ValueError(f"--{name.replace('_', '-')} must be a positive integer, got {getattr(args, name)}")
     if not 0 <= args.num_tasks <= schedule_length:
         raise ValueError(f"--num-tasks must be in [0, {schedule_length}] for {args.experiment}/{args.strategy} "
                          f"(0 = all {schedule_length} tasks), got {args.num_tasks}")
+    if args.env_threads < 0:
+        raise ValueError(f"--env-threads must be >= 0 (0 = the CPUs this process may use), got {args.env_threads}")
     if args.checkpoint_frequency < 0:
         raise ValueError(f"--checkpoint-frequency must be >= 0 (0 = only at task ends), got {args.checkpoint_frequency}")
     batch_size = args.num_steps * args.num_envs

@@ -51,16 +51,16 @@ def evaluate_run(run_dir: str, task: int, episodes: int, seed=None) -> dict:
 
     # a run directory holds one seed's checkpoint (also when the seed was trained beside others, --num-seeds)
     checkpoint = script.load_checkpoint(run_dir)
-    eval_envs = [script.make_env(args, args.seed + 100 + i) for i in range(episodes)]
-    obs_dim, action_dim = eval_envs[0].observation_space.shape[0], eval_envs[0].action_space.shape[0]
+    eval_env = script.make_env(args, episodes)  # episode i is simulation i, reset with seed + 100 + i
+    obs_dim, action_dim = eval_env.observation_dim, eval_env.action_dim
     actor = script.Actor(obs_dim, action_dim, args.hidden_dim, [torch.Generator()])
     actor.load_state_dict(checkpoint["actor"])
     obs_rms = script.RunningMeanStd(1, (obs_dim,))
     obs_rms.load_state_dict(checkpoint["obs_rms"])
-    returns, lengths, _ = script.evaluate_policy(actor, [eval_envs], task, obs_rms, args, [args.seed],
+    returns, lengths, _ = script.evaluate_policy(actor, eval_env, task, obs_rms, args, [args.seed],
                                                  torch.device("cpu"))
     returns, lengths = returns[0], lengths[0]
-    description = eval_envs[0].get_wrapper_attr("task_description")()
+    description = eval_env.task_description(task)
     return {"global_step": checkpoint["global_step"], "task": task, "task_description": description,
             "episodes": episodes, "return_mean": float(returns.mean()), "return_std": float(returns.std()),
             "return_min": float(returns.min()), "return_max": float(returns.max()),

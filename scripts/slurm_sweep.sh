@@ -23,7 +23,7 @@ usage: scripts/slurm_sweep.sh [SLURM OPTIONS] RUN SELECTION [-- EXTRA FLAGS]
 SLURM options:
   --partition P         partition (default: the cluster's default)
   --time T              time limit per run, e.g. 24:00:00 (default: the partition's)
-  --cpus-per-task N     CPUs per run (default 1)
+  --cpus-per-task N     CPUs per run (default 1), and its --env-threads (the threads that step its simulations)
   --mem M               memory per run, e.g. 8G (default: the partition's)
   --gres G              generic resources per run, e.g. gpu:1 (SLURM sets CUDA_VISIBLE_DEVICES)
   --max-parallel N      array tasks running at once (the %N of --array; default 32)
@@ -71,6 +71,18 @@ done
 if ! [[ $grace =~ ^[0-9]+$ ]]; then
     echo "error: --signal-grace must be a non-negative integer (seconds), got '$grace'" >&2
     exit 2
+fi
+
+# Each run steps its simulations (mujoco.batch) on the --cpus-per-task CPUs SLURM gives it (--env-threads), unless
+# the extra flags set --env-threads themselves.
+has_extra=0 has_threads=0
+for arg in "${runlist_args[@]}"; do
+    [[ $arg == -- ]] && has_extra=1
+    [[ $arg == --env-threads || $arg == --env-threads=* ]] && has_threads=1
+done
+if ((!has_threads)); then
+    ((has_extra)) || runlist_args+=(--)
+    runlist_args+=(--env-threads "$cpus")
 fi
 
 pending=$("$TOOLS_PYTHON" "$SCRIPTS_DIR/runlist.py" --pending "${runlist_args[@]}") || exit 2

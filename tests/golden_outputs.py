@@ -5,6 +5,8 @@ tensor and array of its final checkpoint.pt (networks, optimizer moments, normal
 and environment states), so a test can tell that a refactoring left a run's outputs bit for bit as they were.
 
     python tests/golden_outputs.py          # (re)record tests/golden/*.json: only for a deliberate change
+    python tests/golden_outputs.py --update-keys env_states format   # re-record these checkpoint entries only,
+                                            # after checking that everything else is still bit for bit the same
 
 The digests depend on the CPU's vector instruction set (MKL's code path): the files record the
 torch CPU capability they were made with, and the test skips, saying so, on a machine with another.
@@ -78,14 +80,29 @@ def run_fingerprints(script: str, num_seeds: int, work_dir) -> dict:
 
 
 if __name__ == "__main__":
+    import argparse
     import tempfile
 
+    parser = argparse.ArgumentParser(description="record the golden outputs of the tiny runs")
+    parser.add_argument("scripts", nargs="*", default=SCRIPTS, help="only these scripts (default: all five)")
+    parser.add_argument("--update-keys", nargs="+", default=None,
+                        help="re-record only these checkpoint entries; every other output must be unchanged")
+    options = parser.parse_args()
     os.makedirs(GOLDEN_DIR, exist_ok=True)
-    only = sys.argv[1:]  # optionally only these scripts
-    for script in only or SCRIPTS:
+    for script in options.scripts:
         for num_seeds in NUM_SEEDS:
             with tempfile.TemporaryDirectory() as work_dir:
                 seeds = run_fingerprints(script, num_seeds, work_dir)
+            if options.update_keys:
+                with open(golden_path(script, num_seeds)) as f:
+                    golden = json.load(f)["seeds"]
+                for seed, recorded in golden.items():
+                    new = seeds[seed]
+                    for name in ("evaluations.csv", "plasticity.csv"):
+                        assert new[name] == recorded[name], f"{script} seed {seed}: {name} changed"
+                    for key in set(recorded["checkpoint"]) | set(new["checkpoint"]):
+                        if key not in options.update_keys:
+                            assert new["checkpoint"].get(key) == recorded["checkpoint"].get(key), (script, seed, key)
             with open(golden_path(script, num_seeds), "w") as f:
                 json.dump({"machine": machine(), "seeds": seeds}, f, indent=1, sort_keys=True)
             print(f"recorded {golden_path(script, num_seeds)}")

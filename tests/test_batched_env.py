@@ -253,3 +253,43 @@ def test_set_state_rejects_other_setting_and_step_requires_reset():
         batch.set_task([0], batch.num_tasks)
     with pytest.raises(ValueError, match="shape"):
         batch.step(np.zeros((3, batch.action_dim)))
+
+
+@pytest.mark.parametrize("env_id", ["Ant-v5", "HalfCheetah-v5"])
+def test_stepping_a_subset_moves_only_those_simulations_as_gymnasium_does(env_id):
+    """step(actions, sim_ids): the chosen simulations take exactly gymnasium's step, the others stay where they are
+    (their next step continues from there): each simulation is compared with its own gymnasium env, stepped only
+    when chosen, over 300 steps with random subsets, task changes and episode ends."""
+    batch = BatchedEnv(env_id, "paralysis", "back-one", num_sims=NUM_SIMS, nthread=2, max_episode_steps=40)
+    refs = [make_nonstationary_env(env_id, "paralysis", "back-one", max_episode_steps=40) for _ in range(NUM_SIMS)]
+    obs = batch.reset(None, seeds=list(range(10, 10 + NUM_SIMS)))
+    for k in range(NUM_SIMS):
+        assert np.array_equal(obs[k], refs[k].reset(seed=10 + k)[0])
+    rng = np.random.default_rng(3)
+    stepped = 0
+    for t in range(300):
+        if t == 150:
+            batch.set_task([1, 3], 2)
+            for k in (1, 3):
+                refs[k].get_wrapper_attr("set_task")(2)
+        ids = np.flatnonzero(rng.random(NUM_SIMS) < 0.6)
+        if ids.size == 0:
+            continue
+        before = batch.get_state(int(np.setdiff1d(np.arange(NUM_SIMS), ids)[0])) if ids.size < NUM_SIMS else None
+        actions = rng.uniform(-1, 1, size=(ids.size, batch.action_dim)).astype(np.float32)
+        obs, reward, terminated, truncated = batch.step(actions, ids)
+        if before is not None:  # a simulation that was not chosen did not move
+            assert batch.get_state(int(np.setdiff1d(np.arange(NUM_SIMS), ids)[0])) == before
+        for row, k in enumerate(ids):
+            ref_obs, ref_reward, ref_terminated, ref_truncated, _ = refs[k].step(actions[row])
+            assert np.array_equal(obs[row], ref_obs) and reward[row] == ref_reward, (t, k)
+            assert terminated[row] == ref_terminated and truncated[row] == ref_truncated, (t, k)
+            stepped += 1
+        ended = ids[terminated | truncated]
+        if ended.size:
+            obs_reset = batch.reset(ended)
+            for row, k in enumerate(ended):
+                assert np.array_equal(obs_reset[row], refs[k].reset()[0])
+    assert stepped > 500
+    with pytest.raises(ValueError, match="ascending"):
+        batch.step(np.zeros((2, batch.action_dim), np.float32), [2, 1])

@@ -38,6 +38,7 @@ def test_dry_run_lists_the_expected_commands(tmp_path):
                    "--seeds", "1-2", "--root", root, "--python", "py", "--gpus", "0,1", "--dry-run", "--", "--num-envs", "2")  # fmt: skip
     assert result.returncode == 0, result.stderr
     ppo, eppo = os.path.join(REPO_ROOT, "ppo_continuous.py"), os.path.join(REPO_ROOT, "eppo_continuous.py")
+    threads = max(1, len(os.sched_getaffinity(0)) // 2)  # the cores divided between the 2 workers (--gpus 0,1)
     expected = []
     for setting, env_id, kappa in (("paralysis/HalfCheetah/back-one", "HalfCheetah-v5", "0.01"), ("slippery/Ant/increasing", "Ant-v5", "0.25")):
         experiment, _, strategy = setting.split("/")
@@ -45,7 +46,7 @@ def test_dry_run_lists_the_expected_commands(tmp_path):
             for seed in (1, 2):
                 run_dir = os.path.join(root, setting, method, f"seed{seed}")
                 expected.append(f"py {script} --env-id {env_id} --experiment {experiment} --strategy {strategy}{flags} "
-                                f"--seed {seed} --run-dir {run_dir} --num-envs 2")  # fmt: skip
+                                f"--seed {seed} --run-dir {run_dir} --num-envs 2 --env-threads {threads}")  # fmt: skip
     gpus = ["0", "1"] * 4
     assert result.stdout.splitlines() == [f"CUDA_VISIBLE_DEVICES={g} {c}" for g, c in zip(gpus, expected)]
     assert "8 runs: 0 already finished (skipped), 8 to run with 2 worker(s)" in result.stderr
@@ -187,3 +188,17 @@ def test_cb_runs_get_the_papers_per_setting_maturity_and_replacement_rate():
     flags = [run.argv[run.argv.index("--strategy") + 2 : run.argv.index("--seed")] for run in runs]
     assert flags == [("--maturity-threshold", "1000", "--replacement-rate", "1e-5"),
                      ("--maturity-threshold", "10000", "--replacement-rate", "1e-5"), ()]
+
+
+def test_each_worker_gets_its_share_of_the_cores_unless_env_threads_is_given(tmp_path):
+    """sweep.sh gives every run --env-threads (CPUs available) / --workers, at least 1; an explicit
+    -- --env-threads T is kept as the only one."""
+    base = ["--methods", "PPO", "--settings", "paralysis/HalfCheetah/back-one", "--seeds", "1", "--root",
+            str(tmp_path), "--python", "py", "--dry-run"]
+    cores = len(os.sched_getaffinity(0))
+    for workers, threads in ((1, cores), (2 * cores + 1, 1)):
+        result = sweep(*base, "--workers", str(workers), env={"OMP_NUM_THREADS": "1"})  # nproc must ignore it
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.split()[-2:] == ["--env-threads", str(threads)]
+    result = sweep(*base, "--", "--env-threads", "3")
+    assert result.stdout.count("--env-threads") == 1 and result.stdout.split()[-2:] == ["--env-threads", "3"]
