@@ -508,6 +508,9 @@ class BatchedEnv:
             # torso x from the last call (kinematics at the start of the last substep, as data.xpos)
             self._x_before = np.zeros(self.num_sims)
 
+        self._x = self._qpos[:, 0]  # HalfCheetah's forward position (a view)
+        self._never_terminated = np.zeros(self.num_sims, dtype=bool)
+        self._never_terminated.flags.writeable = False  # HalfCheetah's terminated, returned by every full step
         self._elapsed = np.zeros(self.num_sims, dtype=np.int64)
         self._was_reset = np.zeros(self.num_sims, dtype=bool)
         self._all_reset = False
@@ -623,7 +626,7 @@ class BatchedEnv:
         if self._is_ant:
             x_before = self._x_before[ids].copy()
         else:
-            x_before = self._qpos[ids, 0].copy()
+            x_before = self._x.copy() if sim_ids is None else self._x[ids]
         self._batch.step(None if sim_ids is None else ids, self._frame_skip)
         if self._is_ant:
             batch, datas, models, views, cfrc = self._batch, self._datas, self._models, self._cfrc_views, self._cfrc
@@ -635,7 +638,7 @@ class BatchedEnv:
             x_after = self._xpos[ids, self._main_body, 0].copy()
             self._x_before[ids] = x_after
         else:
-            x_after = self._qpos[ids, 0]
+            x_after = self._x if sim_ids is None else self._x[ids]
         x_velocity = (x_after - x_before) / self.dt
         if self._is_ant:
             min_z, max_z = self._healthy_z_range
@@ -654,11 +657,16 @@ class BatchedEnv:
             obs = self._observation(None if sim_ids is None else ids, contact_forces)
         else:
             reward = self._forward_reward_weight * x_velocity - ctrl_cost
-            terminated = np.zeros(n, dtype=bool)
+            terminated = self._never_terminated if sim_ids is None else np.zeros(n, dtype=bool)
             obs = self._observation(None if sim_ids is None else ids)
-        self._elapsed[ids] += 1
-        truncated = self._elapsed[ids] >= self.max_episode_steps
-        self._obs[ids] = obs
+        if sim_ids is None:  # whole-array operations: the per-step cost of one simulation counts at --num-seeds 1
+            self._elapsed += 1
+            truncated = self._elapsed >= self.max_episode_steps
+            self._obs[:] = obs
+        else:
+            self._elapsed[ids] += 1
+            truncated = self._elapsed[ids] >= self.max_episode_steps
+            self._obs[ids] = obs
         return obs, reward, terminated, truncated
 
     def _observation(self, ids, contact_forces=None) -> np.ndarray:
