@@ -44,8 +44,9 @@ import plasticity_metrics
 
 @dataclass
 class Args:
-    """PPO's hyperparameters (paper, Appendix B). The run's settings (environment, schedule, seeds, evaluation,
-    outputs) are ``RunArgs``, below the marker; the command line takes both."""
+    """The method's flags: PPO's hyperparameters (paper, Appendix B), then the method's own. The run's settings
+    (environment, schedule, seeds, evaluation, outputs) are ``RunArgs``, below the marker; the command line takes
+    both."""
 
     learning_rate: float = 3e-4
     """Adam learning rate of the actor and of the critic"""
