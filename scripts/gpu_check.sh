@@ -81,9 +81,10 @@ bench() {  # env device seeds[:env_threads] -> one table row (env threads 0: all
     train=$(sed -n 's/^train SPS *\([0-9,]*\) in aggregate.*/\1/p' <<<"$text")
     per_seed=$(sed -n 's/.*aggregate, \([0-9,]*\) per seed.*/\1/p' <<<"$text")
     ratio=$(sed -n 's/^train \/ raw *\([0-9.]*\).*/\1/p' <<<"$text")
-    local of_cores
+    local ran_on of_cores
+    ran_on=$(sed -n 's/^seeds .* in one process on \([a-z]*\).*/\1/p' <<<"$text")  # the device it really used
     of_cores=$($python -c "print(f'{int(\"${train:-0}\".replace(\",\", \"\")) / ($cores * int(\"${raw:-1}\".replace(\",\", \"\"))):.2f}')")
-    echo "| $env | $device | $k | ${threads/#0/all ($cores)} | ${train:-FAILED} | $per_seed | $raw | $ratio | $of_cores |"
+    echo "| $env | ${ran_on:-$device} | $k | ${threads/#0/all ($cores)} | ${train:-FAILED} | $per_seed | $raw | $ratio | $of_cores |"
 }
 # CPU rows run side by side (one thread each); CUDA rows one after another (one GPU, every core)
 cpu_rows=()
