@@ -318,6 +318,8 @@ def make_parser() -> argparse.ArgumentParser:
     # Used by the shell scripts, not by people: hidden from --help.
     parser.add_argument("--pending", action="store_true", help=argparse.SUPPRESS)  # only runs without summary.json
     parser.add_argument("--show-root", action="store_true", help=argparse.SUPPRESS)  # print the absolute --root, exit
+    # every run's --env-threads unless the extra flags set it (sweep.sh: its share of the cores; slurm: --cpus-per-task)
+    parser.add_argument("--env-threads", type=int, help=argparse.SUPPRESS)
     return parser
 
 
@@ -328,6 +330,8 @@ def main(argv: list[str] | None = None) -> int:
         cut = argv.index("--")
         argv, extra = argv[:cut], argv[cut + 1 :]
     args = make_parser().parse_args(argv)
+    if args.env_threads is not None and not any(flag.split("=", 1)[0] == "--env-threads" for flag in extra):
+        extra += ["--env-threads", str(args.env_threads)]
     if args.show_root:
         print(os.path.abspath(args.root))
         return 0

@@ -74,16 +74,8 @@ if ! [[ $grace =~ ^[0-9]+$ ]]; then
 fi
 
 # Each run steps its simulations (mujoco.batch) on the --cpus-per-task CPUs SLURM gives it (--env-threads), unless
-# the extra flags set --env-threads themselves.
-has_extra=0 has_threads=0
-for arg in "${runlist_args[@]}"; do
-    [[ $arg == -- ]] && has_extra=1
-    [[ $arg == --env-threads || $arg == --env-threads=* ]] && has_threads=1
-done
-if ((!has_threads)); then
-    ((has_extra)) || runlist_args+=(--)
-    runlist_args+=(--env-threads "$cpus")
-fi
+# the extra flags set --env-threads themselves (runlist.py sees to that).
+runlist_args=(--env-threads "$cpus" "${runlist_args[@]}")
 
 pending=$("$TOOLS_PYTHON" "$SCRIPTS_DIR/runlist.py" --pending "${runlist_args[@]}") || exit 2
 root=$("$TOOLS_PYTHON" "$SCRIPTS_DIR/runlist.py" --show-root "${runlist_args[@]}") || exit 2

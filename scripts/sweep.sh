@@ -69,18 +69,10 @@ for gpu in "${gpus[@]}"; do
 done
 
 # Each process steps its simulations (mujoco.batch) on its share of the cores this shell may use: --env-threads
-# nproc / workers (at least 1), unless the extra flags set --env-threads themselves.
+# nproc / workers (at least 1), unless the extra flags set --env-threads themselves (runlist.py sees to that).
 threads=$(($(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc) / workers))  # nproc: the CPUs this shell may use
 ((threads >= 1)) || threads=1
-has_extra=0 has_threads=0
-for arg in "${runlist_args[@]}"; do
-    [[ $arg == -- ]] && has_extra=1
-    [[ $arg == --env-threads || $arg == --env-threads=* ]] && has_threads=1
-done
-if ((!has_threads)); then
-    ((has_extra)) || runlist_args+=(--)
-    runlist_args+=(--env-threads "$threads")
-fi
+runlist_args=(--env-threads "$threads" "${runlist_args[@]}")
 
 # The whole run list first (validates the selection; exit 2 with the runlist's message), then the pending part.
 all_text=$("$TOOLS_PYTHON" "$SCRIPTS_DIR/runlist.py" "${runlist_args[@]}") || exit 2

@@ -202,3 +202,17 @@ def test_each_worker_gets_its_share_of_the_cores_unless_env_threads_is_given(tmp
         assert result.stdout.split()[-2:] == ["--env-threads", str(threads)]
     result = sweep(*base, "--", "--env-threads", "3")
     assert result.stdout.count("--env-threads") == 1 and result.stdout.split()[-2:] == ["--env-threads", "3"]
+
+
+def test_slurm_runs_get_their_cpus_as_env_threads(tmp_path):
+    """slurm_sweep.sh (dry run, no SLURM needed) gives every run --env-threads = --cpus-per-task, or the extra
+    flags' own --env-threads."""
+    slurm = os.path.join(os.path.dirname(SWEEP), "slurm_sweep.sh")
+    base = ["bash", slurm, "--methods", "PPO", "--settings", "paralysis/HalfCheetah/back-one", "--seeds", "1",
+            "--root", str(tmp_path), "--cpus-per-task", "3", "--dry-run"]
+    environment = {**os.environ, "EPPO_TOOLS_PYTHON": PY}
+    for extra, threads in (([], "3"), (["--", "--env-threads", "5"], "5")):
+        result = subprocess.run(base + extra, capture_output=True, text=True, env=environment, timeout=60)
+        assert result.returncode == 0, result.stderr
+        command = [line for line in result.stdout.splitlines() if "ppo_continuous.py" in line][0]
+        assert command.count("--env-threads") == 1 and command.split()[-2:] == ["--env-threads", threads]
