@@ -321,7 +321,7 @@ def make_agent(args: Args, obs_dim: int, action_dim: int, generators: list, devi
     settings = dict(generators=generators, replacement_rate=args.replacement_rate, utility_decay=args.utility_decay,
                     maturity_threshold=args.maturity_threshold, reset_optimizer_state=args.reset_optimizer_state)
     return Agent(actor=actor, critic=critic,
-                 actor_optimizer=actor_optimizer, critic_optimizer=critic_optimizer,
+                 actor_optimizer=actor_optimizer, critic_optimizer=critic_optimizer,  # CB: + generate-and-test
                  actor_generate_and_test=GenerateAndTest(actor.trunk, actor.mean_head, actor_optimizer, **settings),
                  critic_generate_and_test=GenerateAndTest(critic.trunk, critic.head, critic_optimizer, **settings))
 
@@ -413,7 +413,7 @@ def compute_advantages(agent, rollout, args: Args) -> dict:
     return batch
 
 
-def update(run, batch: dict, args: Args) -> tuple:
+def update(run, batch: dict, args: Args) -> tuple:  # CB: returns the units replaced
     """Algorithm 1, lines 20-25: update_epochs passes over the batch in minibatches, one step of each optimizer
     per minibatch (each seed's own minibatch; a seed whose loss or gradient is not finite skips its step)."""
     # CB: returns the units generate-and-test replaced per seed in this update, of the actor and of the critic
@@ -433,7 +433,7 @@ def update(run, batch: dict, args: Args) -> tuple:
     return actor_replaced, critic_replaced  # CB:
 
 
-def log_update(run, batch: dict, means: dict, replaced: tuple) -> None:
+def log_update(run, batch: dict, means: dict, replaced: tuple) -> None:  # CB: + replaced
     """CleanRL's charts/ and losses/ tags: each seed's means over the minibatch steps it took in this update."""
     y_pred, y_true = batch["values"].cpu().numpy(), batch["returns"].cpu().numpy()
     # CB: each seed's mean utility, actor and critic

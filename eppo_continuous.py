@@ -484,7 +484,7 @@ def compute_advantages(agent, rollout, args: Args) -> dict:
                                                          args.ucb_in_returns)
     batch = {"obs": rollout.obs, "actions": rollout.actions, "old_log_probs": old_log_probs,
              "advantages": flat(advantages), "returns": flat(returns), "values": flat(values),
-             "evidential": evidential_diagnostics(values, nu, alpha, beta, advantage_stds, returns, args.kappa)}
+             "evidential": evidential_diagnostics(values, nu, alpha, beta, advantage_stds, returns, args.kappa)}  # EPPO
     if args.norm_adv:  # Algorithm 1, line 19: normalized over each seed's whole batch, once, after the returns
         batch["advantages"] = normalize_advantages(batch["advantages"])
     return batch

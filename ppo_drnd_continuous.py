@@ -369,7 +369,7 @@ def predictor_loss(run, mb, args: Args) -> torch.Tensor:
 # ---- One iteration: rollout (below the marker), advantages, update, logging ----
 
 
-def compute_advantages(run, rollout, args: Args) -> dict:
+def compute_advantages(run, rollout, args: Args) -> dict:  # DRND: run (the action bounds), not only the agent
     """Algorithm 1, lines 5-19: the values of the visited and of the true next states, GAE, the returns and the
     normalized advantages; the old log-probs for the ratio. Returns the batch, (seeds, samples, ...) tensors."""
     agent = run.agent  # DRND: run for the action bounds
