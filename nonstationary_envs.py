@@ -493,12 +493,11 @@ class BatchedEnv:
             self._cfrc_out = batch.bind("cfrc_ext")
             # One MjData per simulation, refreshed from the batch with get_data(k, data) after each step
             # (allocation-free), where mj_rnePostConstraint computes cfrc_ext as gymnasium's
-            # do_simulation does. Per-simulation models carry the task's fields (mj_rnePostConstraint
-            # reads neither friction nor gear, so the shared model would give the same values; this is
-            # for safety, refreshed only in set_task).
+            # do_simulation does. It reads the contact forces and frames from the data, not the task's floor
+            # friction or gear from the model, so the shared model serves every simulation (tests compare Ant
+            # with gymnasium on differing slippery and paralysis tasks).
             self._datas = [batch.get_data(k) for k in range(self.num_sims)]
             self._cfrc_views = [d.cfrc_ext for d in self._datas]
-            self._models: list[mujoco.MjModel] = [batch.get_model(k) for k in range(self.num_sims)]
             self._cfrc = np.zeros((self.num_sims, model.nbody, 6))
             self._clipped = np.zeros((self.num_sims, model.nbody, 6))
             offset, size = self._state_slice("qpos")
@@ -548,9 +547,6 @@ class BatchedEnv:
         elif self.experiment == "paralysis":
             self._gear[ids, :, 0] = self._default_gear * np.asarray(parameter, dtype=np.float64)
         self._task[ids] = index
-        if self._is_ant and self.experiment != "none":
-            for k in ids:
-                self._batch.get_model(int(k), self._models[k])
 
     def task_description(self, task: int) -> str:
         """As NonstationaryEnv.task_description for task index ``task``, e.g. 'friction=2.75'."""
@@ -629,11 +625,11 @@ class BatchedEnv:
             x_before = self._x.copy() if sim_ids is None else self._x[ids]
         self._batch.step(None if sim_ids is None else ids, self._frame_skip)
         if self._is_ant:
-            batch, datas, models, views, cfrc = self._batch, self._datas, self._models, self._cfrc_views, self._cfrc
+            batch, model, datas, views, cfrc = self._batch, self.model, self._datas, self._cfrc_views, self._cfrc
             for k in range(self.num_sims) if sim_ids is None else ids.tolist():
                 data = datas[k]
                 batch.get_data(k, data)
-                mujoco.mj_rnePostConstraint(models[k], data)
+                mujoco.mj_rnePostConstraint(model, data)
                 cfrc[k] = views[k]
             x_after = self._xpos[ids, self._main_body, 0].copy()
             self._x_before[ids] = x_after
