@@ -1569,8 +1569,8 @@ def start_run(args: Args, argv: list, notes: tuple = ()) -> Run:
           f"{args.steps_per_task} steps, seed{'s' if num_seeds > 1 else ''} {', '.join(map(str, seeds))} on {device}"
           f"{'' if device.type == 'cuda' or not torch.cuda.is_available() else ' (CUDA from --num-seeds ' + str(CUDA_MIN_SEEDS) + ' or with --cuda)'}")
     print(f"  task schedule: {'; '.join(run.env.task_description(i) for i in range(num_tasks))}")
-    print(f"  simulations: {run.env.num_sims} training, {run.eval_env.num_sims} evaluation, on {run.env.nthread} "
-          f"thread(s)")
+    print(f"  simulations: {run.env.num_sims} training on {run.env.nthread} thread(s), {run.eval_env.num_sims} "
+          f"evaluation on {run.eval_env.nthread}")
     for note in notes:
         print(f"  {note}")
     for seed in seeds:
