@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Issue 23: the paper's length (9 tasks x 500k steps, evaluation every 20k steps with 10 episodes) on paralysis
+# back-one, PPO against EPPO_ind (the paper's kappa), with the scripts' defaults and nothing tuned.
+#
+#   bash docs/paper_length/launch.sh            # start (or resume) every unfinished run, in the background
+#   bash docs/paper_length/launch.sh --status   # steps done per run, nothing started
+#   bash docs/paper_length/launch.sh --stop     # SIGTERM: every run writes a checkpoint and exits 75
+#
+# Every session that works on issue 23 starts by running it. The runs live outside the work tree, in $ROOT
+# (default /work/paper_length), and run the code of one pinned commit, cloned into $ROOT/code, so later commits
+# on main never change a run half-way (config.json records the commit). Finished runs (summary.json) are left
+# alone, unfinished ones resume bit-identically from their checkpoints (the same command), missing ones start.
+# Phases, in order, two processes at a time (one per core, `nice` so tests and benchmarks keep their priority):
+#   1. Ant-v5 paralysis back-one,         PPO and EPPO_ind, seeds 1-5 (one --num-seeds 5 process each)
+#   2. HalfCheetah-v5 paralysis back-one, PPO and EPPO_ind, seeds 1-8 (one --num-seeds 8 process each)
+#   3. Ant-v5 paralysis back-one,         PPO and EPPO_ind, seeds 6-8 (one --num-seeds 3 process each)
+set -u
+PIN=aa9ecc08c8a64409385db303fd4960a1caf12cb3  # main when the runs began (2026-11-26)
+ROOT=${PAPER_LENGTH_ROOT:-/work/paper_length}
+CODE=$ROOT/code
+RUNS=$ROOT/runs
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")" && git rev-parse --show-toplevel)
+PHASES=(
+    "paralysis/Ant/back-one 1-5 5"
+    "paralysis/HalfCheetah/back-one 1-8 8"
+    "paralysis/Ant/back-one 6-8 3"
+)
+
+status() {
+    python3 - "$RUNS" <<'PY'
+import csv, glob, json, os, sys
+root = sys.argv[1]
+print(f"{'run':<58} {'steps':>9} {'of':>9}  state")
+for config in sorted(glob.glob(os.path.join(root, "**", "config.json"), recursive=True)):
+    run_dir = os.path.dirname(config)
+    with open(config) as f:
+        total = json.load(f)["total_steps"]
+    rows = list(csv.DictReader(open(os.path.join(run_dir, "evaluations.csv")))) if os.path.exists(os.path.join(run_dir, "evaluations.csv")) else []
+    step = int(rows[-1]["global_step"]) if rows else 0
+    state = "finished" if os.path.exists(os.path.join(run_dir, "summary.json")) else "unfinished"
+    print(f"{os.path.relpath(run_dir, root):<58} {step:>9,} {total:>9,}  {state}")
+PY
+}
+
+case ${1:-} in
+    --status) status; exit 0 ;;
+    --stop)
+        pkill -TERM -f "^bash $ROOT/code/scripts/sweep.sh" || echo "no sweep running"
+        exit 0 ;;
+    "") ;;
+    *) echo "usage: $0 [--status | --stop]" >&2; exit 2 ;;
+esac
+
+if pgrep -f "^bash $ROOT/code/scripts/sweep.sh" >/dev/null; then
+    echo "already running:"; status; exit 0
+fi
+if [[ ! -d $CODE/.git ]]; then
+    git clone --quiet --no-checkout "$REPO" "$CODE" && git -C "$CODE" checkout --quiet --detach "$PIN" || {
+        echo "error: could not clone $REPO at $PIN into $CODE" >&2; exit 1; }
+fi
+[[ $(git -C "$CODE" rev-parse HEAD) == "$PIN" ]] || { echo "error: $CODE is not at $PIN" >&2; exit 1; }
+mkdir -p "$RUNS"
+echo "[launch $(date '+%F %T')] code $PIN, runs in $RUNS" >>"$ROOT/launch.log"
+(
+    cd "$CODE" || exit 1
+    for phase in "${PHASES[@]}"; do
+        read -r setting seeds per_process <<<"$phase"
+        nice -n 19 bash "$CODE/scripts/sweep.sh" --methods PPO,EPPO_ind --settings "$setting" --seeds "$seeds" \
+            --seeds-per-process "$per_process" --root "$RUNS" --workers 2 -- --torch-threads 1
+        rc=$?
+        ((rc == 0)) || { echo "[launch $(date '+%F %T')] phase $setting $seeds stopped (exit $rc)"; exit "$rc"; }
+    done
+    echo "[launch $(date '+%F %T')] all phases finished"
+) >>"$ROOT/launch.log" 2>&1 </dev/null &
+disown
+echo "started in the background; log: $ROOT/launch.log"
