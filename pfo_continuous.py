@@ -335,6 +335,9 @@ RESUME_IGNORED_ARGS = ("overwrite", "cuda", "track", "wandb_project_name", "wand
 # From this many seeds per process up, the default (`--cuda` not given explicitly) trains on CUDA when it is
 # available: below it one CPU core is faster (docs/batched-seeds.md has the measurements).
 CUDA_MIN_SEEDS = 8
+# Without a terminal (output to a file) the progress bar is off: every evaluation line says where the run is, and
+# a line says it at least this often when evaluations are further apart.
+PROGRESS_NOTE_SECONDS = 300
 
 
 @dataclass
@@ -798,6 +801,8 @@ def evaluate(run: Run, step: int) -> None:
     else:
         message = (f"eval step={step} task={task} return per seed: "
                    + ", ".join(f"{seed}: {value:.0f}" for seed, value in zip(seeds, run.last_eval_return)))
+    if run.log_progress:
+        message += f" | {progress_note(run)}"
     (run.progress.write if run.progress else print)(message)
     if measure_plasticity:
         plasticity_start = time.perf_counter()
@@ -814,6 +819,21 @@ def evaluate(run: Run, step: int) -> None:
                         run.writers[k].add_scalar(f"plasticity/{network_name}_{key}", value, step)
                     run.plasticity_logs[k].write([step, task, network_name, *metrics.values()])
         run.timers["plasticity"] += time.perf_counter() - plasticity_start
+
+
+def progress_note(run: Run) -> str:
+    """Where the run is, for output that goes to a file (nohup, sweeps, SLURM), where tqdm's bar is off: steps
+    done of the total (per seed, as global_step), the percentage, the steps/s since the previous note (evaluations
+    included, so the time left is what the wall clock will show) and the time left at that rate."""
+    now, step = time.perf_counter(), run.global_step
+    last_time, last_step = run.progress_mark
+    run.progress_mark = (now, step)
+    note = f"{step:,}/{run.total_steps:,} steps ({100 * step / run.total_steps:.1f}%)"
+    if step > last_step:
+        rate = (step - last_step) / max(now - last_time, 1e-9)
+        seconds_left = round((run.total_steps - step) / rate)
+        note += f", {rate:,.0f} steps/s, {seconds_left // 3600}:{seconds_left // 60 % 60:02d}:{seconds_left % 60:02d} left"
+    return note
 
 
 # ---- The rollout ----
@@ -1023,6 +1043,8 @@ def end_iteration(run: Run) -> None:
         writer.add_scalar("charts/SPS", group_sps / len(seeds), run.global_step)  # this seed's own steps/s
     run.progress.set_postfix(task=run.task_index, sps=f"{group_sps:.0f}",
                              eval=f"{np.nanmean(run.last_eval_return):.0f}", refresh=False)
+    if run.log_progress and now - run.progress_mark[0] >= PROGRESS_NOTE_SECONDS:  # evaluations far apart
+        print(f"step {run.global_step}: {progress_note(run)}", flush=True)
     if run.consecutive_nonfinite.max() >= args.max_nonfinite_skips:
         write_checkpoint(run)
         failed = [seeds[k] for k in np.flatnonzero(run.consecutive_nonfinite >= args.max_nonfinite_skips)]
@@ -1302,19 +1324,8 @@ def start_run(args: Args, argv: list, notes: tuple = ()) -> Run:
             json.dump({"args": run.config_args[seed], "script": os.path.basename(__file__), "method": method_name(args),
                        "run_name": run_names[seed], "num_tasks": num_tasks, "total_steps": run.total_steps,
                        "schedule": [str(p) for p in schedule[:num_tasks]], **run_metadata()}, f, indent=2)
-    if args.track:  # one seed (validate_args)
-        import wandb
-
-        wandb_id_path = os.path.join(run.run_dirs[seeds[0]], "wandb_id.txt")
-        if not os.path.exists(wandb_id_path):
-            with open(wandb_id_path, "w") as f:
-                f.write(wandb.util.generate_id())
-        with open(wandb_id_path) as f:
-            wandb_id = f.read().strip()
-        wandb.init(project=args.wandb_project_name, entity=args.wandb_entity, sync_tensorboard=True,
-                   config=run.config_args[seeds[0]], name=run_names[seeds[0]], id=wandb_id, resume="allow",
-                   dir=run.run_dirs[seeds[0]], group=f"{args.experiment}/{args.env_id}/{args.strategy}",
-                   job_type=method_name(args))
+    if args.track:  # one seed (validate_args); before the SummaryWriters, which wandb's TensorBoard sync patches
+        start_wandb(args, run.run_dirs[seeds[0]], run_names[seeds[0]], run.config_args[seeds[0]])
     # purge_step drops TensorBoard points logged after the checkpoint, so a resumed run has no duplicates
     run.writers = [SummaryWriter(run.run_dirs[seed], purge_step=run.global_step if checkpoints else None)
                    for seed in seeds]
@@ -1365,12 +1376,44 @@ def start_run(args: Args, argv: list, notes: tuple = ()) -> Run:
     run.session_start, run.session_start_step = time.perf_counter(), run.global_step
     run.session_timers_start = dict(run.timers)
     run.wall_mark = run.session_start
+    # tqdm's bar (disable=None) is off when stderr is not a terminal; the log lines then carry the progress
+    run.log_progress = not sys.stderr.isatty()
+    run.progress_mark = (run.session_start, run.global_step)
     if checkpoints is None:
         evaluate(run, 0)
     run.progress = tqdm(total=run.total_steps, initial=run.global_step, unit="step", dynamic_ncols=True, disable=None)
     run.obs = run.obs_rms.normalize(run.raw_obs, args.normalization_clip)
     run.next_checkpoint = run.global_step + args.checkpoint_frequency if args.checkpoint_frequency else math.inf
     return run
+
+
+def wandb_run_id(run_dir: str) -> str:
+    """The W&B run id of a run directory, kept in wandb_id.txt so that a resumed run continues the same W&B run.
+    Made here (8 random lowercase letters and digits, W&B's own id format) and written atomically: a start that
+    fails later never leaves an empty or partial id behind; an unusable file (empty, or not such an id) is
+    replaced."""
+    import secrets
+    import string
+
+    path = os.path.join(run_dir, "wandb_id.txt")
+    if os.path.exists(path):
+        with open(path) as f:
+            wandb_id = f.read().strip()
+        if wandb_id and all(c.isalnum() or c in "-_" for c in wandb_id):
+            return wandb_id
+    alphabet = string.ascii_lowercase + string.digits
+    wandb_id = "".join(secrets.choice(alphabet) for _ in range(8))
+    atomic_write_bytes(path, lambda f: f.write(wandb_id.encode()))
+    return wandb_id
+
+
+def start_wandb(args: Args, run_dir: str, run_name: str, config: dict) -> None:
+    """--track: one W&B run per run directory (resumed under the same id), mirroring its TensorBoard logs."""
+    import wandb
+
+    wandb.init(project=args.wandb_project_name, entity=args.wandb_entity, sync_tensorboard=True, config=config,
+               name=run_name, id=wandb_run_id(run_dir), resume="allow", dir=run_dir,
+               group=f"{args.experiment}/{args.env_id}/{args.strategy}", job_type=method_name(args))
 
 
 def finish_run(run: Run) -> int:

@@ -193,3 +193,28 @@ def test_seedwise_adam_leaves_a_parameter_without_gradient_alone():
     optimizer.step()
     assert torch.equal(unused.detach(), before) and optimizer.state[unused]["step"].tolist() == [0.0, 0.0]
     assert optimizer.state[used]["step"].tolist() == [1.0, 1.0] and not torch.equal(used.detach()[0], before[0])
+
+
+def test_progress_note_gives_steps_percentage_rate_and_time_left(monkeypatch):
+    run = ppo.Run()
+    run.total_steps, run.global_step, run.progress_mark = 4_500_000, 0, (100.0, 0)
+    monkeypatch.setattr(ppo.time, "perf_counter", lambda: 100.0)
+    assert ppo.progress_note(run) == "0/4,500,000 steps (0.0%)"  # no rate before the first steps
+    # 20,000 steps in 10 s since the last note: 2,000 steps/s, 4,480,000 steps left = 2,240 s = 0:37:20
+    run.global_step = 20_000
+    monkeypatch.setattr(ppo.time, "perf_counter", lambda: 110.0)
+    assert ppo.progress_note(run) == "20,000/4,500,000 steps (0.4%), 2,000 steps/s, 0:37:20 left"
+    assert run.progress_mark == (110.0, 20_000)  # the next rate is measured from here
+
+
+def test_log_lines_say_where_the_run_is_when_output_goes_to_a_file(tmp_path):
+    """stdout and stderr are pipes here, as under nohup, sweep.sh and SLURM: tqdm's bar is off, and every
+    evaluation line carries the progress (the tiny run evaluates at 0, 128, 256, 384 and 512 of 512 steps)."""
+    from tiny_run import run_script
+
+    result = run_script("ppo_continuous.py", tmp_path / "run")
+    assert result.returncode == 0, result.stderr[-3000:]
+    notes = [line.split(" | ")[1] for line in result.stdout.splitlines() if line.startswith("eval step=")]
+    assert [note.split(" steps")[0] for note in notes] == [f"{s}/512" for s in (0, 128, 256, 384, 512)]
+    assert [note.split("(")[1].split(")")[0] for note in notes] == ["0.0%", "25.0%", "50.0%", "75.0%", "100.0%"]
+    assert all(note.endswith(" left") and " steps/s, " in note for note in notes[1:])
