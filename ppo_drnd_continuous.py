@@ -116,7 +116,21 @@ def run_tag(args: Args) -> str:
 
 
 def validate_method(args: Args) -> None:
-    """The method's own checks of its flags (after the shared ones). DRND: the ensemble variance needs >= 2 targets."""
+    """The method's own checks of its flags, after the shared ones (which check the fields the plumbing reads):
+    raise ValueError naming the flag and its valid range."""
+    for name in ("update_epochs", "hidden_dim"):
+        if getattr(args, name) < 1:
+            raise ValueError(f"--{name.replace('_', '-')} must be a positive integer, got {getattr(args, name)}")
+    if not args.learning_rate > 0:
+        raise ValueError(f"--learning-rate must be > 0, got {args.learning_rate}")
+    if not 0 < args.gamma <= 1 or not 0 <= args.gae_lambda <= 1:
+        raise ValueError(f"--gamma must be in (0, 1] and --gae-lambda in [0, 1], got {args.gamma}, {args.gae_lambda}")
+    if not args.clip_coef > 0:
+        raise ValueError(f"--clip-coef must be > 0, got {args.clip_coef}")
+    if args.ent_coef < 0:
+        raise ValueError(f"--ent-coef must be >= 0, got {args.ent_coef}")
+    if args.target_kl is not None and args.num_seeds > 1:
+        raise ValueError("--target-kl stops the update epochs of the whole process: use --num-seeds 1 with it")
     if args.num_targets < 2:
         raise ValueError(f"--num-targets must be an integer >= 2, got {args.num_targets}")
     if not 0 <= args.drnd_alpha <= 1:
@@ -234,7 +248,8 @@ class TargetEnsemble(nn.Module):
 
 def make_agent(args: Args, obs_dim: int, action_dim: int, generators: list, device: torch.device):
     """Everything the method learns or keeps between updates; the checkpoint saves each entry by its name.
-    Separate actor and critic with separate Adam optimizers (paper, Appendix B)."""
+    Separate actor and critic with separate Adam optimizers (paper, Appendix B); the reward normalizer's
+    statistics and each env's discounted return (training_reward)."""
     actor = Actor(obs_dim, action_dim, args.hidden_dim, generators).to(device)
     critic = Critic(obs_dim, args.hidden_dim, generators).to(device)
     drnd_input_dim, num_seeds = obs_dim + action_dim, len(generators)  # DRND
@@ -247,7 +262,41 @@ def make_agent(args: Args, obs_dim: int, action_dim: int, generators: list, devi
                  predictor=predictor, targets=TargetEnsemble(drnd_input_dim, args.num_targets, generators).to(device),
                  predictor_optimizer=SeedwiseAdam(predictor.parameters(), lr=args.drnd_learning_rate),
                  drnd_input_rms=RunningMeanStd(num_seeds, (drnd_input_dim,)),
-                 int_return_rms=RunningMeanStd(num_seeds, ()), int_discounted_sum=np.zeros((num_seeds, args.num_envs)))
+                 int_return_rms=RunningMeanStd(num_seeds, ()), int_discounted_sum=np.zeros((num_seeds, args.num_envs)),
+                 return_rms=RunningMeanStd(len(generators), ()),
+                 discounted_return=np.zeros((len(generators), args.num_envs)))
+
+
+# ---- The policy and the rewards it trains on (called by the rollout and the evaluation below the marker) ----
+
+
+def rollout_policy(agent, args: Args, generators: list, device: torch.device):
+    """Algorithm 1, lines 3-4: a ~ N(actor(s), exp(log_std)^2). The noise of the whole rollout is drawn up front,
+    each seed's from its own generator, (T, seeds, envs, action_dim). Returns ``act(obs, step)``: the actions of
+    rollout step ``step`` for the normalized observations (seeds, envs, obs_dim), as a tensor."""
+    action_std = torch.exp(agent.actor.log_std.detach())
+    noise_shape = (args.num_steps, args.num_envs, agent.actor.log_std.shape[-1])
+    action_noise = torch.stack([torch.randn(noise_shape, generator=generator) for generator in generators],
+                               dim=1).to(device)
+    return lambda obs, step: agent.actor(obs) + action_std * action_noise[step]
+
+
+def evaluation_action(agent, obs: torch.Tensor) -> torch.Tensor:
+    """The evaluation's deterministic action: the policy's mean (paper, Appendix B)."""
+    return agent.actor(obs)
+
+
+def training_reward(agent, reward: np.ndarray, terminated: np.ndarray, args: Args) -> np.ndarray:
+    """The reward of one step that the update trains on, (seeds, envs); the rollout keeps the raw one too.
+    gymnasium's NormalizeReward (the paper never mentions it): scale by the running std of each env's discounted
+    return, which restarts only on termination, and clip; --no-norm-reward trains on the raw reward (the
+    statistics are still updated)."""
+    agent.discounted_return = agent.discounted_return * args.gamma * (1.0 - terminated) + reward
+    agent.return_rms.update(agent.discounted_return)
+    if not args.norm_reward:
+        return reward
+    scaled_reward = reward.astype(np.float32) / np.sqrt(agent.return_rms.var + 1e-8)
+    return np.minimum(np.maximum(scaled_reward, -args.normalization_clip), args.normalization_clip)
 
 
 # ---- The math (pure functions; written for one seed, the sample axis last) ----
@@ -369,10 +418,10 @@ def predictor_loss(run, mb, args: Args) -> torch.Tensor:
 # ---- One iteration: rollout (below the marker), advantages, update, logging ----
 
 
-def compute_advantages(run, rollout, args: Args) -> dict:  # DRND: run (the action bounds), not only the agent
+def compute_advantages(run, rollout, args: Args) -> dict:
     """Algorithm 1, lines 5-19: the values of the visited and of the true next states, GAE, the returns and the
     normalized advantages; the old log-probs for the ratio. Returns the batch, (seeds, samples, ...) tensors."""
-    agent = run.agent  # DRND: run for the action bounds
+    agent = run.agent
     # DRND: the bonus of every (s_t, a_t) with the rollout's predictor: the normalized observation and the executed
     # (clipped) action, standardized by statistics that already include this rollout, clipped to +-5 (RND, DRND).
     drnd_inputs = np.concatenate([rollout.obs.cpu().numpy(), np.clip(rollout.actions.cpu().numpy(), run.action_low,
@@ -415,19 +464,21 @@ def compute_advantages(run, rollout, args: Args) -> dict:  # DRND: run (the acti
     return batch
 
 
-def update(run, batch: dict, args: Args) -> None:
+def update(run, batch: dict, args: Args) -> dict:
     """Algorithm 1, lines 20-25: update_epochs passes over the batch in minibatches, one step of each optimizer
-    per minibatch (each seed's own minibatch; a seed whose loss or gradient is not finite skips its step)."""
+    per minibatch (each seed's own minibatch; a seed whose loss or gradient is not finite skips its step).
+    Returns what log_update logs: each seed's means of the minibatch statistics, {name: (seeds,)}."""
     for epoch in range(args.update_epochs):
         for mb in minibatches(run, batch):
             losses, stats = ppo_loss(run.agent, mb, args)
             losses["predictor"] = stats["predictor_loss"] = predictor_loss(run, mb, args)  # DRND
             stepped = optimizer_step(run, losses, unclipped=("predictor",))  # DRND: unclipped, as the original
             if stepped is None:  # too many non-finite steps in a row: the run stops with a checkpoint
-                return
+                return update_means(run)
             record(run, stats, stepped)
-        if args.target_kl is not None and stats["approx_kl"].item() > args.target_kl:  # one seed (validate_args)
+        if args.target_kl is not None and stats["approx_kl"].item() > args.target_kl:  # one seed (validate_method)
             break
+    return update_means(run)
 
 
 def log_update(run, batch: dict, means: dict) -> None:
@@ -462,20 +513,31 @@ def main(argv: list) -> int:
         rollout = collect_rollout(run)  # evaluates, changes tasks and logs episodes on the way
         if rollout is None:  # the run ended inside this rollout: an update would not be evaluated any more
             break
-        batch = compute_advantages(run, rollout, args)  # DRND: run (the action bounds)
-        update(run, batch, args)
-        log_update(run, batch, update_means(run))
+        batch = compute_advantages(run, rollout, args)
+        outputs = update(run, batch, args)  # what the update produced, for log_update
+        log_update(run, batch, outputs)
         end_iteration(run)  # the shared logs, then a checkpoint when one is due
     return finish_run(run)
 
 
 # ==== The plumbing: from this line to the end, every *_continuous.py is byte-identical (a test checks it) ====
-# Seeds stacked in one process, the per-seed optimizer, normalization, environment stepping and evaluation,
-# checkpoint and resume, CSV and TensorBoard output, the command line and its errors. The method above reaches it
-# through a few names: its Args, method_name, run_tag, validate_method, make_agent (the Agent: everything it
-# learns, saved by name), the rollout (collect_rollout), minibatches, optimizer_step, record, update_means,
-# updated_seeds, start_run, iterating, end_iteration and finish_run. docs/reading-guide.md has the map.
+# Seeds stacked in one process, the per-seed optimizer, observation normalization, environment stepping and
+# evaluation, checkpoint and resume, CSV and TensorBoard output, the command line and its errors.
+# The contract with the method above (checked at start: a method that breaks it gets a clear error, exit 2):
+#   - the method defines METHOD_FUNCTIONS: method_name, run_tag, validate_method, make_agent, rollout_policy,
+#     evaluation_action, training_reward, compute_advantages, update, log_update, set_learning_rate, main;
+#   - its Args has METHOD_ARGS, the only method fields read here: num_steps (rollout length), minibatch_size
+#     (minibatches), max_grad_norm (optimizer_step) and normalization_clip (observation normalization);
+#   - make_agent's Agent has AGENT_FIELDS: actor and critic (stacked over seeds, with hidden_activations(x) for
+#     the plasticity metrics) and critic_optimizer (plasticity/critic_max_abs_grad); optimizer_step steps
+#     agent.{name}_optimizer for each loss name.
+# What the method calls here: collect_rollout, minibatches, optimizer_step, record, update_means, updated_seeds,
+# start_run, iterating, end_iteration, finish_run, parse_args. docs/reading-guide.md has the map.
 
+METHOD_FUNCTIONS = ("method_name", "run_tag", "validate_method", "make_agent", "rollout_policy", "evaluation_action",
+                    "training_reward", "compute_advantages", "update", "log_update", "set_learning_rate", "main")
+METHOD_ARGS = ("num_steps", "minibatch_size", "max_grad_norm", "normalization_clip")
+AGENT_FIELDS = ("actor", "critic", "critic_optimizer")
 EXIT_INVALID_CONFIG = 2
 EXIT_NONFINITE = 3
 EXIT_PREEMPTED = 75
@@ -827,8 +889,7 @@ class Run:
     ``COUNTERS`` the shared ones: the checkpoint saves exactly these (with each seed's environment and generator
     states) and a resume restores exactly these."""
 
-    STATE = ("obs_rms", "return_rms", "raw_obs", "discounted_return", "episode_return", "episode_length",
-             "nonfinite_skips_total")
+    STATE = ("obs_rms", "raw_obs", "episode_return", "episode_length", "nonfinite_skips_total")
     COUNTERS = ("global_step", "iteration", "task_index", "timers")
 
     def iterating(self) -> bool:
@@ -893,10 +954,10 @@ def evaluated_task(global_step: int, steps_per_task: int) -> int:
     return max(global_step - 1, 0) // steps_per_task
 
 
-def evaluate_policy(actor: nn.Module, eval_env: nonstationary_envs.BatchedEnv, task: int, obs_rms: RunningMeanStd,
+def evaluate_policy(policy, eval_env: nonstationary_envs.BatchedEnv, task: int, obs_rms: RunningMeanStd,
                     args: Args, seeds: list, device, max_states: int = 0):
-    """Run one episode per evaluation simulation with the deterministic (mean) action, on ``task``, with the
-    observation statistics frozen. Simulation k * E + i is seed ``seeds[k]``'s episode i of E, reset with
+    """Run one episode per evaluation simulation with the deterministic action ``policy(obs)`` (the method's
+    evaluation_action), on ``task``, with the observation statistics frozen. Simulation k * E + i is seed ``seeds[k]``'s episode i of E, reset with
     seeds[k] + 100 + i (paper, Appendix B), so an evaluation is a function of the policy and the statistics only;
     all seeds' episodes share one forward pass per step. Returns the undiscounted returns and episode lengths,
     (seeds, episodes), and per seed up to ``max_states`` normalized states spread evenly over its episodes (for the
@@ -920,7 +981,7 @@ def evaluate_policy(actor: nn.Module, eval_env: nonstationary_envs.BatchedEnv, t
             if max_states and t % stride == 0:
                 for k in range(num_seeds):
                     visited[k].append(obs_norm[k][running[k]])
-            actions = np.clip(actor(torch.from_numpy(obs_norm).to(device)).cpu().numpy(), low, high)
+            actions = np.clip(policy(torch.from_numpy(obs_norm).to(device)).cpu().numpy(), low, high)
             ids = np.flatnonzero(running)  # only the episodes still running step (flat views of (seeds, episodes))
             next_obs, reward, terminated, _ = eval_env.step(actions.reshape(eval_env.num_sims, -1)[ids],
                                                             None if ids.size == eval_env.num_sims else ids)
@@ -939,8 +1000,9 @@ def evaluate(run: Run, step: int) -> None:
     eval_start = time.perf_counter()
     task = evaluated_task(step, args.steps_per_task)
     measure_plasticity = step == 0 or step % args.steps_per_task == 0
-    returns, lengths, visited = evaluate_policy(run.agent.actor, run.eval_env, task, run.obs_rms, args, seeds,
-                                                run.device, args.plasticity_states if measure_plasticity else 0)
+    returns, lengths, visited = evaluate_policy(lambda obs: evaluation_action(run.agent, obs), run.eval_env, task,
+                                                run.obs_rms, args, seeds, run.device,
+                                                args.plasticity_states if measure_plasticity else 0)
     for k in range(len(seeds)):
         run.evaluations_logs[k].write([step, task, returns.shape[1], returns[k].mean(), returns[k].std(),
                                        returns[k].min(), returns[k].max()])
@@ -957,20 +1019,26 @@ def evaluate(run: Run, step: int) -> None:
         message += f" | {progress_note(run)}"
     (run.progress.write if run.progress else print)(message)
     if measure_plasticity:
-        plasticity_start = time.perf_counter()
-        with torch.inference_mode():
-            for network_name, network in (("critic", run.agent.critic), ("actor", run.agent.actor)):
-                for k in range(len(seeds)):  # per seed: its own states through its own network
-                    activations = single_seed_network(network, k).hidden_activations(
-                        torch.from_numpy(visited[k]).to(run.device)[None])
-                    activations = [layer[0] for layer in activations]
-                    metrics = {"effective_rank": plasticity_metrics.effective_rank(activations[-1]),
-                               "stable_rank": plasticity_metrics.stable_rank(activations[-1]),
-                               "dormant_percent": plasticity_metrics.dormant_unit_percentage(activations)}
-                    for key, value in metrics.items():
-                        run.writers[k].add_scalar(f"plasticity/{network_name}_{key}", value, step)
-                    run.plasticity_logs[k].write([step, task, network_name, *metrics.values()])
-        run.timers["plasticity"] += time.perf_counter() - plasticity_start
+        log_plasticity(run, step, task, visited)
+
+
+def log_plasticity(run: Run, step: int, task: int, visited: list) -> None:
+    """The paper's plasticity metrics of the critic and the actor (effective and stable rank of the last hidden
+    layer, dormant units of all hidden layers), each seed's own network on its own evaluation states."""
+    plasticity_start = time.perf_counter()
+    with torch.inference_mode():
+        for network_name, network in (("critic", run.agent.critic), ("actor", run.agent.actor)):
+            for k in range(len(run.seeds)):
+                activations = single_seed_network(network, k).hidden_activations(
+                    torch.from_numpy(visited[k]).to(run.device)[None])
+                activations = [layer[0] for layer in activations]
+                metrics = {"effective_rank": plasticity_metrics.effective_rank(activations[-1]),
+                           "stable_rank": plasticity_metrics.stable_rank(activations[-1]),
+                           "dormant_percent": plasticity_metrics.dormant_unit_percentage(activations)}
+                for key, value in metrics.items():
+                    run.writers[k].add_scalar(f"plasticity/{network_name}_{key}", value, step)
+                run.plasticity_logs[k].write([step, task, network_name, *metrics.values()])
+    run.timers["plasticity"] += time.perf_counter() - plasticity_start
 
 
 def progress_note(run: Run) -> str:
@@ -1002,17 +1070,15 @@ def flat(x: torch.Tensor) -> torch.Tensor:
 
 
 def collect_rollout(run: Run) -> Optional[SimpleNamespace]:
-    """num_steps steps of every env of every seed with a ~ N(actor(s), exp(log_std)^2) (Algorithm 1, lines 3-4);
-    on the way: task changes, evaluations at their steps, episode ends (reset in the same step, the true final
-    observation kept for the bootstrap), reward and observation normalization, --save-states. Returns the
-    rollout as device tensors, (seeds, T * envs, ...) for obs, next_obs and actions, (seeds, T, envs) for rewards,
-    terminations and dones; None when the run ended inside it."""
-    args, actor, env, writers = run.args, run.agent.actor, run.env, run.writers
+    """num_steps steps of every env of every seed with the method's actions (rollout_policy) and the rewards it
+    trains on (training_reward); on the way: task changes, evaluations at their steps, episode ends (reset in the
+    same step, the true final observation kept for the bootstrap), observation normalization, --save-states.
+    Returns the rollout as device tensors, (seeds, T * envs, ...) for obs, next_obs and actions, (seeds, T, envs)
+    for rewards (the training rewards), raw_rewards (the environment's), terminations and dones; None when the run
+    ended inside it."""
+    args, env, writers = run.args, run.env, run.writers
     num_seeds, device, progress = len(run.seeds), run.device, run.progress
-    action_std = torch.exp(actor.log_std.detach())
-    # each seed's action noise for the whole rollout, from its own generator: (T, seeds, envs, action_dim)
-    action_noise = torch.stack([torch.randn((args.num_steps, args.num_envs, run.action_dim), generator=generator)
-                                for generator in run.generators], dim=1).to(device)
+    act = rollout_policy(run.agent, args, run.generators, device)
     buffers = run.buffers
     run.task_ended = False
     steps_collected = 0
@@ -1027,8 +1093,7 @@ def collect_rollout(run: Run) -> Optional[SimpleNamespace]:
                     writer.add_scalar("task/index", run.task_index, run.global_step)
                 progress.write(f"step {run.global_step}: task {run.task_index} ({env.task_description(run.task_index)})")
             buffers.obs[:, step] = run.obs
-            mean = actor(torch.from_numpy(run.obs).to(device))
-            action = (mean + action_std * action_noise[step]).cpu().numpy()
+            action = act(torch.from_numpy(run.obs).to(device), step).cpu().numpy()
             buffers.actions[:, step] = action
             clipped_action = np.minimum(np.maximum(action, run.action_low), run.action_high)  # np.clip costs ~10 us
             run.global_step += args.num_envs
@@ -1036,9 +1101,8 @@ def collect_rollout(run: Run) -> Optional[SimpleNamespace]:
             reward, terminated = reward.reshape(run.raw_obs.shape[:2]), terminated.reshape(run.raw_obs.shape[:2])
             run.episode_return += reward
             run.episode_length += 1
-            # gymnasium's NormalizeReward: scale by the std of the discounted return, reset only on termination
-            run.discounted_return = run.discounted_return * args.gamma * (1.0 - terminated) + reward
-            buffers.rewards[:, step] = reward
+            buffers.raw_rewards[:, step] = reward
+            buffers.rewards[:, step] = training_reward(run.agent, reward, terminated, args)
             buffers.terminations[:, step] = terminated
             done = terminated | (run.episode_length >= args.max_episode_steps)
             buffers.dones[:, step] = done
@@ -1052,11 +1116,6 @@ def collect_rollout(run: Run) -> Optional[SimpleNamespace]:
                     writers[k].add_scalar("charts/episodic_length", run.episode_length[k, i], run.global_step)
                 run.episode_return[done], run.episode_length[done] = 0.0, 0
                 run.raw_obs[done] = env.reset(np.flatnonzero(done))
-            run.return_rms.update(run.discounted_return)
-            if args.norm_reward:
-                scaled_reward = buffers.rewards[:, step] / np.sqrt(run.return_rms.var + 1e-8)
-                buffers.rewards[:, step] = np.minimum(np.maximum(scaled_reward, -args.normalization_clip),
-                                                      args.normalization_clip)
             run.obs_rms.update(run.raw_obs)
             run.obs = run.obs_rms.normalize(run.raw_obs, args.normalization_clip)
             buffers.next_obs[:, step] = run.obs
@@ -1082,6 +1141,7 @@ def collect_rollout(run: Run) -> Optional[SimpleNamespace]:
         next_obs=torch.from_numpy(buffers.next_obs).to(device).reshape(*samples, run.obs_dim),
         actions=torch.from_numpy(buffers.actions).to(device).reshape(*samples, run.action_dim),
         rewards=torch.from_numpy(buffers.rewards).to(device),
+        raw_rewards=torch.from_numpy(buffers.raw_rewards).to(device),
         terminations=torch.from_numpy(buffers.terminations).to(device),
         dones=torch.from_numpy(buffers.dones).to(device),
         shape=(num_seeds, args.num_steps, args.num_envs))
@@ -1429,10 +1489,15 @@ def start_run(args: Args, argv: list, notes: tuple = ()) -> Run:
     run.action_low, run.action_high = run.env.single_action_space.low, run.env.single_action_space.high
 
     run.agent = make_agent(args, obs_dim, action_dim, run.generators, device)
+    missing = [name for name in AGENT_FIELDS if name not in vars(run.agent)]
+    missing += [f"{name}.hidden_activations" for name in ("actor", "critic")
+                if name in vars(run.agent) and not hasattr(getattr(run.agent, name), "hidden_activations")]
+    if missing:
+        print(f"error: make_agent's Agent lacks {', '.join(missing)}, which the plumbing uses (the contract in the "
+              "marker comment)", file=sys.stderr)
+        sys.exit(EXIT_INVALID_CONFIG)
     run.obs_rms = RunningMeanStd(num_seeds, (obs_dim,))
-    run.return_rms = RunningMeanStd(num_seeds, ())
     # Per-environment episode state, (seeds, envs) (kept here, not in wrappers, so that it can be checkpointed)
-    run.discounted_return = np.zeros((num_seeds, args.num_envs))
     run.episode_return = np.zeros((num_seeds, args.num_envs))
     run.episode_length = np.zeros((num_seeds, args.num_envs), dtype=np.int64)
     run.global_step, run.iteration, run.task_index = 0, 0, 0
@@ -1520,6 +1585,7 @@ def start_run(args: Args, argv: list, notes: tuple = ()) -> Run:
     run.buffers = SimpleNamespace(
         obs=np.zeros((*shape, obs_dim), np.float32), next_obs=np.zeros((*shape, obs_dim), np.float32),
         actions=np.zeros((*shape, action_dim), np.float32), rewards=np.zeros(shape, np.float32),
+        raw_rewards=np.zeros(shape, np.float32),
         terminations=np.zeros(shape, np.float32), dones=np.zeros(shape, np.float32))
     run.seed_rows = torch.arange(num_seeds, device=device)[:, None]  # gathers each seed's own minibatch
 
@@ -1613,9 +1679,14 @@ def validate_args(args: Args) -> None:
         if choices and value not in choices:
             raise ValueError(f"--{field.name.replace('_', '-')} must be one of {', '.join(choices)}, got {value!r}")
     schedule_length = len(nonstationary_envs.task_schedule(args.env_id, args.experiment, args.strategy))
-    positive = ["steps_per_task", "num_steps", "num_envs", "minibatch_size", "update_epochs", "eval_frequency",
-                "eval_episodes", "max_episode_steps", "max_nonfinite_skips", "save_states_every", "hidden_dim",
-                "plasticity_states", "torch_threads", "num_seeds"]
+    missing = [name for name in METHOD_FUNCTIONS if not callable(globals().get(name))]
+    missing += [f"Args.{name}" for name in METHOD_ARGS if name not in {field.name for field in dataclasses.fields(Args)}]
+    if missing:
+        raise ValueError(f"the method above the marker lacks {', '.join(missing)}, which the plumbing uses (the "
+                         "contract in the marker comment)")
+    positive = ["steps_per_task", "num_steps", "num_envs", "minibatch_size", "eval_frequency", "eval_episodes",
+                "max_episode_steps", "max_nonfinite_skips", "save_states_every", "plasticity_states", "torch_threads",
+                "num_seeds"]
     for name in positive:
         if getattr(args, name) < 1:
             raise ValueError(f"--{name.replace('_', '-')} must be a positive integer, got {getattr(args, name)}")
@@ -1632,14 +1703,8 @@ def validate_args(args: Args) -> None:
     for name in ("steps_per_task", "eval_frequency"):
         if getattr(args, name) % args.num_envs != 0:
             raise ValueError(f"--{name.replace('_', '-')} must be a multiple of --num-envs {args.num_envs}")
-    if not args.learning_rate > 0:
-        raise ValueError(f"--learning-rate must be > 0, got {args.learning_rate}")
-    if not 0 < args.gamma <= 1 or not 0 <= args.gae_lambda <= 1:
-        raise ValueError(f"--gamma must be in (0, 1] and --gae-lambda in [0, 1], got {args.gamma}, {args.gae_lambda}")
-    if not args.clip_coef > 0 or not args.max_grad_norm > 0 or not args.normalization_clip > 0:
-        raise ValueError("--clip-coef, --max-grad-norm and --normalization-clip must be > 0")
-    if args.ent_coef < 0:
-        raise ValueError(f"--ent-coef must be >= 0, got {args.ent_coef}")
+    if not args.max_grad_norm > 0 or not args.normalization_clip > 0:
+        raise ValueError("--max-grad-norm and --normalization-clip must be > 0")
     if args.num_seeds > 1:
         if args.run_dir is not None and "{seed}" not in args.run_dir:
             raise ValueError(f"--run-dir must contain {{seed}} with --num-seeds {args.num_seeds} (each seed writes its "
@@ -1647,8 +1712,6 @@ def validate_args(args: Args) -> None:
         if args.track:
             raise ValueError("--track logs one run per process: use --num-seeds 1, or `wandb sync` the seeds' run "
                              "directories afterwards")
-        if args.target_kl is not None:
-            raise ValueError("--target-kl stops the update epochs of the whole process: use --num-seeds 1 with it")
     validate_method(args)
 
 

@@ -53,12 +53,13 @@ def evaluate_run(run_dir: str, task: int, episodes: int, seed=None) -> dict:
     checkpoint = script.load_checkpoint(run_dir)
     eval_env = script.make_env(args, episodes)  # episode i is simulation i, reset with seed + 100 + i
     obs_dim, action_dim = eval_env.observation_dim, eval_env.action_dim
-    actor = script.Actor(obs_dim, action_dim, args.hidden_dim, [torch.Generator()])
-    actor.load_state_dict(checkpoint["actor"])
+    # the method's own agent and evaluation action (only the actor's weights are needed for it)
+    agent = script.make_agent(args, obs_dim, action_dim, [torch.Generator()], torch.device("cpu"))
+    agent.actor.load_state_dict(checkpoint["actor"])
     obs_rms = script.RunningMeanStd(1, (obs_dim,))
     obs_rms.load_state_dict(checkpoint["obs_rms"])
-    returns, lengths, _ = script.evaluate_policy(actor, eval_env, task, obs_rms, args, [args.seed],
-                                                 torch.device("cpu"))
+    returns, lengths, _ = script.evaluate_policy(lambda obs: script.evaluation_action(agent, obs), eval_env, task,
+                                                 obs_rms, args, [args.seed], torch.device("cpu"))
     returns, lengths = returns[0], lengths[0]
     description = eval_env.task_description(task)
     return {"global_step": checkpoint["global_step"], "task": task, "task_description": description,

@@ -637,22 +637,26 @@ def test_prior_mode_init_starts_the_evidence_at_the_hyperpriors_modes(transform)
 
 
 def test_every_script_has_the_same_reward_normalization_switch():
-    """--norm-reward/--no-norm-reward: the same field and the same rollout lines in all five scripts."""
+    """--norm-reward/--no-norm-reward: the same field and the same training_reward in every script."""
+    import glob
+
     from tiny_run import REPO_ROOT
 
-    block = """            run.return_rms.update(run.discounted_return)
-            if args.norm_reward:
-                scaled_reward = buffers.rewards[:, step] / np.sqrt(run.return_rms.var + 1e-8)
-                buffers.rewards[:, step] = np.minimum(np.maximum(scaled_reward, -args.normalization_clip),
-                                                      args.normalization_clip)
+    block = """    agent.discounted_return = agent.discounted_return * args.gamma * (1.0 - terminated) + reward
+    agent.return_rms.update(agent.discounted_return)
+    if not args.norm_reward:
+        return reward
+    scaled_reward = reward.astype(np.float32) / np.sqrt(agent.return_rms.var + 1e-8)
+    return np.minimum(np.maximum(scaled_reward, -args.normalization_clip), args.normalization_clip)
 """
-    for script in ("ppo_continuous.py", "eppo_continuous.py", "pfo_continuous.py", "cb_continuous.py",
-                   "ppo_drnd_continuous.py"):
-        with open(os.path.join(REPO_ROOT, script)) as f:
+    scripts = sorted(glob.glob(os.path.join(REPO_ROOT, "*_continuous.py")))
+    assert len(scripts) >= 5
+    for script in scripts:
+        with open(script) as f:
             source = f.read()
         assert source.count(block) == 1, script
         assert source.count("    norm_reward: bool = True\n") == 1, script
-        assert source.count("if args.norm_reward:") == 1, script  # the only switch on the rewards
+        assert source.count("args.norm_reward") == 1, script  # the only switch on the rewards
 
 
 def _first_update(tags, tag):

@@ -1,6 +1,7 @@
 """Unit tests of ppo_continuous.py's pure functions (GAE, evaluation schedule, normalization, Gaussian policy)."""
 
 import math
+import os
 
 import numpy as np
 import pytest
@@ -218,3 +219,30 @@ def test_log_lines_say_where_the_run_is_when_output_goes_to_a_file(tmp_path):
     assert [note.split(" steps")[0] for note in notes] == [f"{s}/512" for s in (0, 128, 256, 384, 512)]
     assert [note.split("(")[1].split(")")[0] for note in notes] == ["0.0%", "25.0%", "50.0%", "75.0%", "100.0%"]
     assert all(note.endswith(" left") and " steps/s, " in note for note in notes[1:])
+
+
+@pytest.mark.parametrize("change, named", [
+    (("def training_reward(", "def renamed_training_reward("), "training_reward"),
+    (('AGENT_FIELDS = ("actor", "critic", "critic_optimizer")', 'AGENT_FIELDS = ("actor", "critic", "value_optimizer")'),
+     "value_optimizer"),
+    (("    max_grad_norm: float = 0.5\n", "    grad_clip: float = 0.5\n"), "Args.max_grad_norm"),
+])
+def test_a_method_that_breaks_the_plumbing_contract_gets_a_clear_error_at_start(change, named, tmp_path):
+    """A new method copied from the template that lacks a function, an Agent field or an Args field the plumbing
+    uses stops at start with exit 2 naming it (no traceback half-way through a run)."""
+    import subprocess
+    import sys
+
+    from tiny_run import REPO_ROOT, TINY_FLAGS
+
+    with open(os.path.join(REPO_ROOT, "ppo_continuous.py")) as f:
+        source = f.read()
+    assert source.count(change[0]) == 1
+    script = tmp_path / "broken_continuous.py"
+    script.write_text(source.replace(*change))
+    result = subprocess.run([sys.executable, str(script), "--run-dir", str(tmp_path / "run"), *TINY_FLAGS],
+                            cwd=REPO_ROOT, capture_output=True, text=True, timeout=300,
+                            env={**os.environ, "PYTHONPATH": REPO_ROOT})
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert named in result.stderr and "contract" in result.stderr and "Traceback" not in result.stderr
+    assert not (tmp_path / "run" / "evaluations.csv").exists()
