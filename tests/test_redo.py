@@ -1,0 +1,333 @@
+"""Tests for ppo_redo_continuous.py: ReDo, recycling dormant neurons (Sokar et al., 2023), on PPO, and the script."""
+
+import dataclasses
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import torch
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+import plasticity_metrics
+import ppo_redo_continuous as redo
+from tiny_run import REPO_ROOT, TINY_EVALUATION_STEPS, TINY_FLAGS, read_csv, run_script
+
+OBS_DIM, ACTION_DIM, HIDDEN = 5, 2, 16
+SCRIPT = "ppo_redo_continuous.py"
+# A recycle every 2 minibatch steps: the tiny runs (2 epochs x 2 minibatches per update) recycle in every update.
+RECYCLING = ("--redo-frequency", "2")
+
+
+# ---- The score and the mask ----
+
+
+def test_scores_are_mean_abs_activation_over_the_layer_mean():
+    # mean |a| per unit over the batch: 0, 1, 2, 5; the layer's mean of those: 2 -> scores 0, 0.5, 1, 2.5
+    activation = torch.tensor([[0.0, 1.0, 0.0, 4.0], [0.0, 1.0, 4.0, 6.0]])
+    torch.testing.assert_close(redo.dormant_scores(activation), torch.tensor([0.0, 0.5, 1.0, 2.5]))
+    assert redo.dormant_mask(activation, 0.0).tolist() == [True, False, False, False]
+    assert redo.dormant_mask(activation, 0.5).tolist() == [True, True, False, False]  # <=, the authors' test
+    # a layer silent on the whole batch: every unit scores 0 (the authors' + 1e-9), all dormant, nothing non-finite
+    assert redo.dormant_mask(torch.zeros(3, 4), 0.0).all()
+
+
+def test_scores_are_per_seed_and_agree_with_the_repositorys_tau_dormant_metric():
+    """With a leading seed axis each seed's scores use its own batch and layer only; the dormant share equals
+    plasticity_metrics.tau_dormant_unit_percentage (the same definition, written independently)."""
+    torch.manual_seed(0)
+    activation = torch.relu(torch.randn(3, 64, 32) + torch.linspace(-3, 1, 32))  # some units almost always 0
+    scores = redo.dormant_scores(activation)
+    assert scores.shape == (3, 32)
+    for k in range(3):
+        torch.testing.assert_close(scores[k], redo.dormant_scores(activation[k]))
+        for tau in (0.0, 0.025, 0.1, 0.5):
+            share = 100.0 * redo.dormant_mask(activation[k], tau).float().mean().item()
+            assert share == pytest.approx(plasticity_metrics.tau_dormant_unit_percentage(activation[k], tau))
+    assert 0 < redo.dormant_mask(activation, 0.1).sum() < activation[..., 0, :].numel()  # the test is not vacuous
+
+
+# ---- The recycling ----
+
+
+def make_run(seeds=(1, 2), frequency=2, threshold=0.025, obs=None):
+    """An agent of one stacked copy per seed as the script makes it (small widths), trained for ``frequency``
+    minibatch steps on ``obs`` (seeds, batch, OBS_DIM; random by default) so that every Adam moment is non-zero,
+    inside the run fields recycle_dormant_units reads."""
+    args = dataclasses.replace(redo.Args(), hidden_dim=HIDDEN, redo_frequency=frequency, redo_threshold=threshold)
+    generators = [torch.Generator().manual_seed(seed) for seed in seeds]
+    agent = redo.make_agent(args, OBS_DIM, ACTION_DIM, generators, torch.device("cpu"))
+    if obs is None:
+        obs = torch.randn(len(seeds), 64, OBS_DIM, generator=torch.Generator().manual_seed(0))
+    for _ in range(frequency):
+        loss = agent.critic(obs).pow(2).mean(-1).sum() + agent.actor(obs).pow(2).mean((-2, -1)).sum()
+        for optimizer in (agent.actor_optimizer, agent.critic_optimizer):
+            optimizer.zero_grad()
+        loss.backward()
+        agent.actor_optimizer.step()
+        agent.critic_optimizer.step()
+    return SimpleNamespace(agent=agent, generators=generators), args, obs
+
+
+def snapshot(network, optimizer):
+    """Every parameter, Adam moment and step count, cloned."""
+    state = {f"param.{name}": p.detach().clone() for name, p in network.named_parameters()}
+    for name, p in network.named_parameters():
+        state.update({f"adam.{name}.{key}": value.clone() for key, value in optimizer.state[p].items()})
+    return state
+
+
+def make_dormant(network, layer: int, seed_index: int, unit: int) -> None:
+    """Silence one unit by construction: LayerNorm gain 0 and shift -1 give it the ReLU output relu(-1) = 0 for
+    every input (its LayerNorm parameters are its effective bias: the Linear bias is normalized away)."""
+    layer_norm = [m for m in network.trunk if isinstance(m, redo.StackedLayerNorm)][layer]
+    with torch.no_grad():
+        layer_norm.weight[seed_index, 0, unit] = 0.0
+        layer_norm.bias[seed_index, 0, unit] = -1.0
+
+
+@pytest.mark.parametrize("name", ["critic", "actor"])
+@pytest.mark.parametrize("layer", [0, 1])
+def test_a_dormant_unit_is_recycled_and_nothing_else_changes(name, layer):
+    """Seed 2's unit 5 of a hidden layer is dormant by construction. Every tau-dormant unit (it, and any the random
+    network has of itself) gets its row of a fresh orthogonal matrix drawn from its seed's generator, bias 0,
+    LayerNorm 1/0, zero outgoing weights (the next layer's column), and zero Adam moments on all of those; every
+    other entry of both seeds, and every step count, stays bit-identical."""
+    run, args, obs = make_run()
+    network, optimizer = getattr(run.agent, name), getattr(run.agent, f"{name}_optimizer")
+    k, unit = 1, 5
+    make_dormant(network, layer, k, unit)
+    masks = [[redo.dormant_mask(a[j], args.redo_threshold) for a in network.hidden_activations(obs)] for j in (0, 1)]
+    assert masks[k][layer][unit] and sum(int(m.sum()) for m in masks[k]) < 2 * HIDDEN - 2  # some stay
+    before = snapshot(network, optimizer)
+    linear = [n for n, m in network.named_modules() if isinstance(m, redo.StackedLinear)]
+    # The expected state, built as the authors' code orders it: fresh incoming rows, biases and LayerNorms first,
+    # then zero outgoing columns (an entry between two recycled units ends 0); fresh matrices are drawn per seed
+    # from its generator, from the last hidden layer down, none for a layer without a dormant unit.
+    expected, outgoing, zeroed = {key: value.clone() for key, value in before.items()}, [], []
+    expected_generators = []
+    for j, generator in enumerate(run.generators):
+        copy = torch.Generator()
+        copy.set_state(generator.get_state())
+        for i in reversed(range(2)):
+            units = torch.nonzero(masks[j][i])[:, 0]
+            if not len(units):
+                continue
+            weight = expected[f"param.{linear[i]}.weight"]
+            weight[j, units] = torch.nn.init.orthogonal_(torch.empty(weight.shape[1:]), math.sqrt(2),
+                                                         generator=copy)[units]
+            zeroed.append((f"{linear[i]}.weight", (j, units)))
+            for parameter, value in ((f"{linear[i]}.bias", 0.0), (f"trunk.{3 * i + 1}.weight", 1.0),
+                                     (f"trunk.{3 * i + 1}.bias", 0.0)):
+                expected[f"param.{parameter}"][j, 0, units] = value
+                zeroed.append((parameter, (j, 0, units)))
+            outgoing.append((f"{linear[i + 1]}.weight", (j, slice(None), units)))
+        expected_generators.append(copy.get_state())
+    for parameter, index in outgoing:
+        expected[f"param.{parameter}"][index] = 0.0
+    for parameter, index in zeroed + outgoing:
+        for key in ("exp_avg", "exp_avg_sq"):
+            expected[f"adam.{parameter}.{key}"][index] = 0.0
+    # the constructed unit was active in training: its moments were non-zero (to its outgoing weights: those that
+    # feed an active unit), so their zeros above are the recycle's
+    for parameter, index in ((f"{linear[layer]}.weight", (k, unit)), (f"{linear[layer]}.bias", (k, 0, unit)),
+                             (f"trunk.{3 * layer + 1}.bias", (k, 0, unit)), (f"{linear[layer + 1]}.weight", (k, 0))):
+        for key in ("exp_avg", "exp_avg_sq"):
+            moments = before[f"adam.{parameter}.{key}"][index]
+            assert torch.all(moments != 0 if parameter != f"{linear[layer + 1]}.weight" else moments[unit] != 0)
+
+    recycles = redo.recycle_dormant_units(run, name, obs, np.array([True, True]), args)
+
+    dormant = [sum(int(m.sum()) for m in masks[j]) for j in (0, 1)]
+    assert [r[:3] for r in recycles] == [(j, dormant[j], pytest.approx(100 * dormant[j] / (2 * HIDDEN)))
+                                         for j in (0, 1)]
+    assert recycles[k][3] < recycles[k][2]
+    assert all(torch.equal(g.get_state(), e) for g, e in zip(run.generators, expected_generators))
+    after = snapshot(network, optimizer)
+    for key in before:  # bit for bit: the recycled entries as above, everything else and every step count as before
+        assert torch.equal(after[key], expected[key]), key
+    # the constructed unit fires on the batch it was silent on
+    assert not redo.dormant_mask(network.hidden_activations(obs)[layer][k], args.redo_threshold)[unit]
+
+
+def test_recycling_waits_for_each_seeds_own_step_count():
+    """Only a seed that stepped and whose network has taken a multiple of --redo-frequency steps is scored."""
+    run, args, obs = make_run(frequency=3)
+    for name in ("critic", "actor"):
+        make_dormant(getattr(run.agent, name), 0, 0, 2)
+        make_dormant(getattr(run.agent, name), 0, 1, 2)
+
+    def recycled(name, stepped, frequency):  # (seed index, units recycled) of each seed scored
+        recycles = redo.recycle_dormant_units(run, name, obs, np.array(stepped),
+                                              dataclasses.replace(args, redo_frequency=frequency))
+        return [(int(k), units) for k, units, _, _ in recycles]
+
+    # 3 steps taken: due at frequency 3 and 1, not at 2; seed 1 skipped this step (a non-finite loss): not scored
+    assert [k for k, units in recycled("critic", [False, True], 3) if units >= 1] == [1]
+    assert recycled("actor", [True, True], 2) == []
+    assert [k for k, units in recycled("actor", [True, True], 1) if units >= 1] == [0, 1]
+    assert recycled("actor", [True, True], 1) == [(0, 0), (1, 0)]  # scored again: nothing dormant is left
+
+
+def test_a_seed_recycles_exactly_as_it_does_alone():
+    """Seed 2 beside seed 1 ends bit-identical to seed 2 alone: parameters, moments and its generator."""
+    pair, args, obs = make_run(seeds=(1, 2))
+    alone, _, _ = make_run(seeds=(2,), obs=obs[1:])
+    for run in (pair, alone):
+        make_dormant(run.agent.critic, 1, len(run.generators) - 1, 7)
+    redo.recycle_dormant_units(pair, "critic", obs, np.array([True, True]), args)
+    redo.recycle_dormant_units(alone, "critic", obs[1:], np.array([True]), args)
+    a, b = snapshot(pair.agent.critic, pair.agent.critic_optimizer), snapshot(alone.agent.critic,
+                                                                              alone.agent.critic_optimizer)
+    for key in a:
+        assert torch.equal(a[key][1:], b[key]), key
+    assert torch.equal(pair.generators[1].get_state(), alone.generators[0].get_state())
+
+
+# ---- The script, end to end ----
+
+
+def scalars(run_dir, tag) -> dict:
+    events = EventAccumulator(str(run_dir), size_guidance={"scalars": 0})
+    events.Reload()
+    return {event.step: event.value for event in events.Scalars(tag)}
+
+
+def assert_same_state(a, b, where="") -> None:
+    """Two checkpoint entries are equal: tensors bit for bit, dicts and lists entry by entry."""
+    if isinstance(a, dict):
+        assert a.keys() == b.keys(), where
+        for key in a:
+            assert_same_state(a[key], b[key], f"{where}.{key}")
+    elif isinstance(a, (list, tuple)):
+        assert len(a) == len(b), where
+        for i, (x, y) in enumerate(zip(a, b)):
+            assert_same_state(x, y, f"{where}[{i}]")
+    elif isinstance(a, torch.Tensor):
+        assert torch.equal(a, b), where
+    elif isinstance(a, np.ndarray):
+        assert np.array_equal(a, b), where
+    else:
+        assert a == b or (a != a and b != b), where  # NaN == NaN here
+
+
+def assert_same_seed_outputs(dir_a, dir_b) -> None:
+    """Evaluations and the final checkpoint's networks, Adam states (moments, step counts) and generator alike."""
+    with open(dir_a / "evaluations.csv") as a, open(dir_b / "evaluations.csv") as b:
+        assert a.read() == b.read()
+    final_a = torch.load(dir_a / "checkpoint.pt", weights_only=False)
+    final_b = torch.load(dir_b / "checkpoint.pt", weights_only=False)
+    for entry in ("global_step", "actor", "critic", "actor_optimizer", "critic_optimizer", "rng"):
+        assert_same_state(final_a[entry], final_b[entry], entry)
+
+
+@pytest.fixture(scope="module")
+def recycling_run(tmp_path_factory):
+    """Seeds 1 and 2 in one process, recycling every 2 minibatch steps; the odd evaluation count (3) and
+    minibatch (32) put a seed's slices of stacked tensors at misaligned offsets."""
+    run_dir = tmp_path_factory.mktemp("redo") / "pair"
+    result = run_script(SCRIPT, run_dir / "seed{seed}", "--num-seeds", "2", "--eval-episodes", "3",
+                        "--minibatch-size", "32", *RECYCLING)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return run_dir
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_tiny_run_recycles_and_the_dormant_share_drops_at_each_recycle(recycling_run, seed):
+    seed_dir = recycling_run / f"seed{seed}"
+    assert [(int(r["global_step"]), int(r["task"])) for r in read_csv(seed_dir / "evaluations.csv")] == \
+        TINY_EVALUATION_STEPS
+    for name in ("actor", "critic"):
+        units = scalars(seed_dir, f"redo/{name}_recycled_units")
+        before = scalars(seed_dir, f"redo/{name}_dormant_percent_before")
+        after = scalars(seed_dir, f"redo/{name}_dormant_percent_after")
+        # 3 updates of 8 minibatch steps: 4 recycles each, logged as the update's total and means
+        assert list(units) == list(before) == list(after) == [128, 256, 384]
+        assert sum(units.values()) > 0 and all(u == int(u) >= 0 for u in units.values())
+        for step, recycled in units.items():
+            if recycled:  # the recycled units fire on the batch they were found silent on
+                assert after[step] < before[step], (name, step)
+            else:  # nothing recycled, nothing changed
+                assert after[step] == before[step], (name, step)
+
+
+def test_a_seed_does_not_depend_on_the_seed_beside_it_through_recycles(recycling_run, tmp_path):
+    """Seed 2 trained alone (--seed 2) equals seed 2 trained beside seed 1 (--seed 1 --num-seeds 2)."""
+    result = run_script(SCRIPT, tmp_path / "alone" / "seed{seed}", "--seed", "2", "--eval-episodes", "3",
+                        "--minibatch-size", "32", *RECYCLING)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert sum(scalars(tmp_path / "alone" / "seed2", "redo/critic_recycled_units").values()) > 0
+    assert_same_seed_outputs(recycling_run / "seed2", tmp_path / "alone" / "seed2")
+    for name in ("actor", "critic"):  # and the same recycles
+        assert scalars(recycling_run / "seed2", f"redo/{name}_recycled_units") == \
+            scalars(tmp_path / "alone" / "seed2", f"redo/{name}_recycled_units")
+
+
+def test_preempted_and_resumed_run_equals_straight_run_through_recycles(tmp_path):
+    """SIGTERM mid-run -> checkpoints + exit 75; re-running resumes both seeds, recycling on the way, to
+    bit-identical evaluations, networks, Adam states and generators."""
+    flags = ["--checkpoint-frequency", "128", "--steps-per-task", "512", "--num-seeds", "2", *RECYCLING]
+    straight = run_script(SCRIPT, tmp_path / "straight" / "seed{seed}", *flags)
+    assert straight.returncode == 0, straight.stderr[-3000:]
+
+    interrupted = tmp_path / "interrupted"
+    command = [sys.executable, os.path.join(REPO_ROOT, SCRIPT), "--run-dir", str(interrupted / "seed{seed}"),
+               *TINY_FLAGS, *flags]
+    process = subprocess.Popen(command, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while not (interrupted / "seed2" / "checkpoint.pt").exists() and time.time() < deadline and process.poll() is None:
+        time.sleep(0.05)
+    process.send_signal(signal.SIGTERM)
+    stdout, stderr = process.communicate(timeout=120)
+    assert process.returncode == 75, (stdout[-2000:], stderr[-2000:])
+    stopped_at = torch.load(interrupted / "seed1" / "checkpoint.pt", weights_only=False)["global_step"]
+    assert 0 < stopped_at < 1024 - 128  # at least one more update, so recycles, after the resume
+
+    resumed = run_script(SCRIPT, interrupted / "seed{seed}", *flags)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    for seed in (1, 2):
+        assert f"resuming {interrupted / f'seed{seed}'} from global_step {stopped_at}" in resumed.stdout
+        assert_same_seed_outputs(tmp_path / "straight" / f"seed{seed}", interrupted / f"seed{seed}")
+        recycled = scalars(tmp_path / "straight" / f"seed{seed}", "redo/critic_recycled_units")
+        assert sum(v for step, v in recycled.items() if step > stopped_at) > 0  # recycles after the stop
+
+
+def test_without_a_due_recycle_the_script_is_ppo(tmp_path):
+    """A period longer than the run: no scoring, no recycle, the same evaluations as ppo_continuous.py (the copy
+    adds nothing else)."""
+    no_recycle = run_script(SCRIPT, tmp_path / "redo", "--redo-frequency", "1000000")
+    ppo = run_script("ppo_continuous.py", tmp_path / "ppo")
+    assert no_recycle.returncode == 0 and ppo.returncode == 0, (no_recycle.stderr[-2000:], ppo.stderr[-2000:])
+    with open(tmp_path / "redo" / "evaluations.csv") as a, open(tmp_path / "ppo" / "evaluations.csv") as b:
+        assert a.read() == b.read()
+    assert set(scalars(tmp_path / "redo", "redo/critic_recycled_units").values()) == {0.0}
+    assert '"method": "PPO_ReDo"' in (tmp_path / "redo" / "config.json").read_text()
+
+
+BAD_FLAGS = [("--redo-threshold", "-0.1"), ("--redo-threshold", "nan"), ("--redo-threshold", "inf"),
+             ("--redo-frequency", "0"), ("--redo-frequency", "-5")]
+
+
+@pytest.mark.parametrize("flag, value", BAD_FLAGS)
+def test_bad_redo_flags_exit_2_naming_the_flag(flag, value, tmp_path):
+    result = run_script(SCRIPT, tmp_path / "run", flag, value, timeout=120)
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert flag in result.stderr and "Traceback" not in result.stderr
+    assert not (tmp_path / "run" / "evaluations.csv").exists()
+    field = flag[2:].replace("-", "_")
+    with pytest.raises(ValueError, match=flag):
+        redo.validate_args(dataclasses.replace(redo.Args(), **{field: type(getattr(redo.Args(), field))(value)}))
+
+
+def test_help_lists_the_redo_flags_and_importing_has_no_side_effects(tmp_path):
+    result = run_script(SCRIPT, tmp_path, "--help", tiny=False, timeout=120)
+    assert "--redo-threshold" in result.stdout and "--redo-frequency" in result.stdout
+    imported = subprocess.run([sys.executable, "-c", "import ppo_redo_continuous"], cwd=tmp_path, text=True,
+                              capture_output=True, env={**os.environ, "PYTHONPATH": REPO_ROOT}, timeout=120)
+    assert imported.returncode == 0 and imported.stdout == "", imported.stderr[-2000:]
+    assert os.listdir(tmp_path) == []
