@@ -1,9 +1,16 @@
 """Non-stationary MuJoCo locomotion tasks of the EPPO paper (Appendix B, "Slippery" and "Paralysis").
 
-A run trains on a sequence of tasks; the training script switches tasks with ``set_task(i)`` every
-``steps_per_task`` steps. Each task only edits the loaded ``MjModel`` (``env.unwrapped.model``), so a
-change takes effect at the next ``mj_step``, survives ``reset()``, and stepping costs nothing extra:
-the wrapper does not override ``step``.
+A run trains on a sequence of tasks; the training script switches tasks with ``set_task`` every
+``steps_per_task`` steps. Each task only edits the loaded ``MjModel``, so a change takes effect at the
+next ``mj_step`` and survives ``reset()``. Two ways to step the tasks:
+
+* ``BatchedEnv`` (what the algorithm scripts use): N simulations, each with its own task, reset noise and
+  episode, stepped together in one ``mujoco.batch.Batch`` (GIL released, on several threads), with
+  gymnasium v5's observations, rewards, terminations and time limit computed in numpy over all of them,
+  bit for bit as gymnasium (``tests/test_batched_env.py``).
+* ``make_nonstationary_env``: the gymnasium wrapper (``env.unwrapped.model`` edited in place; it does
+  not override ``step``), the reference that ``BatchedEnv`` is tested against and the API for code
+  that wants a plain gymnasium env.
 
 * slippery (15 tasks): sliding friction of the geom named ``floor`` goes 4.0, 3.75, ..., 0.5
   (``decreasing``) or 0.5, 0.75, ..., 4.0 (``increasing``).
@@ -21,7 +28,8 @@ the wrapper does not override ``step``.
   the same. Level 1 restores the default gear exactly.
 * none: one stationary task. The model is left unchanged.
 
-``get_env_state`` / ``set_env_state`` capture and restore an episode in progress, for checkpoints.
+``BatchedEnv.get_state`` / ``set_state`` capture and restore one simulation's episode in progress, for
+the scripts' checkpoints; ``get_env_state`` / ``set_env_state`` do the same for the gymnasium wrapper.
 
 Importing this module turns off MuJoCo's log file (``MUJOCO_LOG.TXT``, which MuJoCo appends to in the
 current directory for every warning); warnings are still printed to stderr. ``make_nonstationary_env``
@@ -600,16 +608,16 @@ class BatchedEnv:
         ``actions`` (len(ids), nu); the other simulations do not move.
 
         Returns their obs (len(ids), obs_dim) float64, reward (len(ids),) float64, terminated and truncated
-        (len(ids),) bool.
+        (len(ids),) bool. ``truncated`` is the one episode clock: steps since the last reset >= max_episode_steps
+        (gymnasium's TimeLimit).
         """
         actions = np.asarray(actions)
-        if sim_ids is None:
-            ids, n = slice(None), self.num_sims  # views of the whole batch: the fast path
-        else:
-            ids = self._ids(sim_ids)
-            if ids.size > 1 and not np.all(ids[1:] > ids[:-1]):
-                raise ValueError(f"sim_ids must be ascending, got {ids.tolist()}")
-            n = ids.size
+        # all simulations: slice(None) indexes views of the whole batch (the fast path; the per-step cost of one
+        # simulation counts at --num-seeds 1); a subset: an index array (copies)
+        ids = slice(None) if sim_ids is None else self._ids(sim_ids)
+        n = self.num_sims if sim_ids is None else ids.size
+        if sim_ids is not None and n > 1 and not np.all(ids[1:] > ids[:-1]):
+            raise ValueError(f"sim_ids must be ascending, got {ids.tolist()}")
         if actions.shape != (n, self.action_dim):
             raise ValueError(f"actions must have shape {(n, self.action_dim)}, got {actions.shape}")
         if not self._all_reset:
@@ -617,58 +625,61 @@ class BatchedEnv:
                 raise RuntimeError(f"simulations {np.flatnonzero(~self._was_reset).tolist()} were never reset")
             self._all_reset = True
         self._ctrl[ids] = actions
-        # np.add.reduce is np.sum without its Python wrapper: the same pairwise sum per row
-        ctrl_cost = self._ctrl_cost_weight * np.add.reduce(np.square(actions), axis=1)
         if self._is_ant:
-            x_before = self._x_before[ids].copy()
+            obs, reward, terminated = self._ant_step(actions, ids, n)
         else:
-            x_before = self._x.copy() if sim_ids is None else self._x[ids]
-        self._batch.step(None if sim_ids is None else ids, self._frame_skip)
-        if self._is_ant:
-            batch, model, datas, views, cfrc = self._batch, self.model, self._datas, self._cfrc_views, self._cfrc
-            for k in range(self.num_sims) if sim_ids is None else ids.tolist():
-                data = datas[k]
-                batch.get_data(k, data)
-                mujoco.mj_rnePostConstraint(model, data)
-                cfrc[k] = views[k]
-            x_after = self._xpos[ids, self._main_body, 0].copy()
-            self._x_before[ids] = x_after
-        else:
-            x_after = self._x if sim_ids is None else self._x[ids]
-        x_velocity = (x_after - x_before) / self.dt
-        if self._is_ant:
-            min_z, max_z = self._healthy_z_range
-            z = self._qpos[ids, 2]
-            # state_vector() = (qpos, qvel): one slice of the state rows
-            healthy = np.logical_and.reduce(np.isfinite(self._qpos_qvel[ids]), axis=1) & (min_z <= z) & (z <= max_z)
-            min_value, max_value = self._contact_force_range
-            contact_forces = np.clip(self._cfrc[ids], min_value, max_value,
-                                     out=self._clipped if sim_ids is None else None)
-            contact_cost = self._contact_cost_weight * np.add.reduce(np.square(contact_forces).reshape(n, -1), axis=1)
-            forward_reward = x_velocity * self._forward_reward_weight
-            rewards = forward_reward + healthy * self._healthy_reward
-            costs = ctrl_cost + contact_cost
-            reward = rewards - costs
-            terminated = ~healthy & bool(self._terminate_when_unhealthy)
-            obs = self._observation(None if sim_ids is None else ids, contact_forces)
-        else:
-            reward = self._forward_reward_weight * x_velocity - ctrl_cost
-            terminated = self._never_terminated if sim_ids is None else np.zeros(n, dtype=bool)
-            obs = self._observation(None if sim_ids is None else ids)
-        if sim_ids is None:  # whole-array operations: the per-step cost of one simulation counts at --num-seeds 1
-            self._elapsed += 1
-            truncated = self._elapsed >= self.max_episode_steps
-            self._obs[:] = obs
-        else:
-            self._elapsed[ids] += 1
-            truncated = self._elapsed[ids] >= self.max_episode_steps
-            self._obs[ids] = obs
+            obs, reward, terminated = self._half_cheetah_step(actions, ids, n)
+        self._elapsed[ids] += 1
+        truncated = self._elapsed[ids] >= self.max_episode_steps
+        self._obs[ids] = obs
         return obs, reward, terminated, truncated
 
+    def _control_cost(self, actions: np.ndarray) -> np.ndarray:
+        """gymnasium's control_cost, per simulation: ctrl_cost_weight * sum(action^2) in the actions' dtype."""
+        # np.add.reduce is np.sum without its Python wrapper: the same pairwise sum per row
+        return self._ctrl_cost_weight * np.add.reduce(np.square(actions), axis=1)
+
+    def _half_cheetah_step(self, actions: np.ndarray, ids, n: int) -> tuple:
+        """half_cheetah_v5's step for simulations ``ids``: do_simulation, then _get_rew and _get_obs; it never
+        terminates."""
+        x_position_before = self._x[ids].copy()
+        self._batch.step(None if isinstance(ids, slice) else ids, self._frame_skip)
+        x_velocity = (self._x[ids] - x_position_before) / self.dt
+        # _get_rew: forward_reward - ctrl_cost
+        reward = self._forward_reward_weight * x_velocity - self._control_cost(actions)
+        return self._observation(ids), reward, self._never_terminated[:n]
+
+    def _ant_step(self, actions: np.ndarray, ids, n: int) -> tuple:
+        """ant_v5's step for simulations ``ids``: do_simulation (with mj_rnePostConstraint for cfrc_ext), then
+        _get_rew, terminated (not healthy) and _get_obs. The torso x before the step is the one kept from the last
+        call (gymnasium reads data.body(main_body).xpos, the kinematics at the start of the last substep)."""
+        x_position_before = self._x_before[ids].copy()
+        self._batch.step(None if isinstance(ids, slice) else ids, self._frame_skip)
+        batch, model, datas, views, cfrc = self._batch, self.model, self._datas, self._cfrc_views, self._cfrc
+        for k in range(self.num_sims) if isinstance(ids, slice) else ids.tolist():
+            batch.get_data(k, datas[k])
+            mujoco.mj_rnePostConstraint(model, datas[k])
+            cfrc[k] = views[k]
+        x_position_after = self._xpos[ids, self._main_body, 0].copy()
+        self._x_before[ids] = x_position_after
+        x_velocity = (x_position_after - x_position_before) / self.dt
+        # is_healthy: state_vector() = (qpos, qvel) finite (one slice of the state rows) and z in the healthy range
+        min_z, max_z = self._healthy_z_range
+        z = self._qpos[ids, 2]
+        healthy = np.logical_and.reduce(np.isfinite(self._qpos_qvel[ids]), axis=1) & (min_z <= z) & (z <= max_z)
+        # contact_forces (clipped cfrc_ext) and contact_cost
+        min_value, max_value = self._contact_force_range
+        contact_forces = np.clip(self._cfrc[ids], min_value, max_value, out=self._clipped[:n])
+        contact_cost = self._contact_cost_weight * np.add.reduce(np.square(contact_forces).reshape(n, -1), axis=1)
+        # _get_rew: forward_reward + healthy_reward - (ctrl_cost + contact_cost)
+        rewards = x_velocity * self._forward_reward_weight + healthy * self._healthy_reward
+        reward = rewards - (self._control_cost(actions) + contact_cost)
+        terminated = ~healthy & bool(self._terminate_when_unhealthy)
+        return self._observation(ids, contact_forces), reward, terminated
+
     def _observation(self, ids, contact_forces=None) -> np.ndarray:
-        """gymnasium's _get_obs for simulations ids (None: all)."""
-        qpos = self._qpos if ids is None else self._qpos[ids]
-        qvel = self._qvel if ids is None else self._qvel[ids]
+        """gymnasium's _get_obs for simulations ids (an index array, or slice(None): all)."""
+        qpos, qvel = self._qpos[ids], self._qvel[ids]
         n = qpos.shape[0]
         obs = np.empty((n, self.observation_dim))
         a = self._nq - self._skip_qpos

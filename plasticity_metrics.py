@@ -3,9 +3,11 @@
 
 Pure functions on torch tensors that return Python numbers. The algorithm scripts call them at step 0
 and at the end of every task for the critic and the actor (plasticity.csv columns effective_rank and
-stable_rank of the penultimate-layer features, dormant_percent over all hidden layers) and log
-max_abs_gradient as the paper's gradient diagnostic. Computations run in float64 on the tensor's own
-device; each rank costs one SVD (torch.linalg.svdvals).
+stable_rank of the penultimate-layer features, dormant_percent over all hidden layers).
+``max_abs_gradient`` is the paper's gradient diagnostic for one network; the scripts log the same quantity
+per seed from their optimizer (``SeedwiseAdam.max_abs_gradients``, ``plasticity/critic_max_abs_grad``), and
+the tests hold the two equal. Computations run in float64 on the tensor's own device; each rank costs one
+SVD (torch.linalg.svdvals).
 
 Degenerate-input conventions (chosen so that no metric returns NaN for finite input):
 - a matrix without any non-zero singular value (all-zero features) has effective rank 0.0 and

@@ -375,7 +375,8 @@ def discounted_bonus_sums(bonus: np.ndarray, previous_sum: np.ndarray, int_gamma
 
 def ppo_loss(agent, mb, args: Args) -> tuple:
     """The losses of one minibatch (Algorithm 1, lines 21-24), per seed: the clipped surrogate (plus the entropy
-    bonus) for the actor and the squared error for the critic; and what is logged of them."""
+    bonus) for the actor and the summed squared errors of both value heads for the critic (DRND: extrinsic and
+    intrinsic; the predictor has its own loss, predictor_loss); and what is logged of them."""
     new_log_probs = gaussian_log_prob(mb["actions"], agent.actor(mb["obs"]), agent.actor.log_std)
     log_ratio = new_log_probs - mb["old_log_probs"]
     ratio = log_ratio.exp()
@@ -983,12 +984,12 @@ def evaluate_policy(policy, eval_env: nonstationary_envs.BatchedEnv, task: int, 
                     visited[k].append(obs_norm[k][running[k]])
             actions = np.clip(policy(torch.from_numpy(obs_norm).to(device)).cpu().numpy(), low, high)
             ids = np.flatnonzero(running)  # only the episodes still running step (flat views of (seeds, episodes))
-            next_obs, reward, terminated, _ = eval_env.step(actions.reshape(eval_env.num_sims, -1)[ids],
-                                                            None if ids.size == eval_env.num_sims else ids)
+            next_obs, reward, terminated, truncated = eval_env.step(actions.reshape(eval_env.num_sims, -1)[ids],
+                                                                    None if ids.size == eval_env.num_sims else ids)
             obs.reshape(eval_env.num_sims, -1)[ids] = next_obs
             returns.reshape(-1)[ids] += reward
             lengths.reshape(-1)[ids] += 1
-            running.reshape(-1)[ids] = ~terminated & (lengths.reshape(-1)[ids] < args.max_episode_steps)
+            running.reshape(-1)[ids] = ~(terminated | truncated)
     states = [np.concatenate(v)[:max_states] if v else np.zeros((0, obs.shape[-1]), np.float32) for v in visited]
     return returns, lengths, states
 
@@ -1097,14 +1098,14 @@ def collect_rollout(run: Run) -> Optional[SimpleNamespace]:
             buffers.actions[:, step] = action
             clipped_action = np.minimum(np.maximum(action, run.action_low), run.action_high)  # np.clip costs ~10 us
             run.global_step += args.num_envs
-            next_raw_obs, reward, terminated, _ = env.step(clipped_action.reshape(env.num_sims, -1))
+            next_raw_obs, reward, terminated, truncated = env.step(clipped_action.reshape(env.num_sims, -1))
             reward, terminated = reward.reshape(run.raw_obs.shape[:2]), terminated.reshape(run.raw_obs.shape[:2])
             run.episode_return += reward
             run.episode_length += 1
             buffers.raw_rewards[:, step] = reward
             buffers.rewards[:, step] = training_reward(run.agent, reward, terminated, args)
             buffers.terminations[:, step] = terminated
-            done = terminated | (run.episode_length >= args.max_episode_steps)
+            done = terminated | truncated.reshape(terminated.shape)  # the env's episode clock (--max-episode-steps)
             buffers.dones[:, step] = done
             run.raw_obs = next_raw_obs.reshape(run.raw_obs.shape)
             # An ended episode restarts in the same step, so the buffer holds no junk transition; its true final

@@ -246,3 +246,22 @@ def test_a_method_that_breaks_the_plumbing_contract_gets_a_clear_error_at_start(
     assert result.returncode == 2, result.stderr[-2000:]
     assert named in result.stderr and "contract" in result.stderr and "Traceback" not in result.stderr
     assert not (tmp_path / "run" / "evaluations.csv").exists()
+
+
+def test_the_logged_max_abs_gradient_is_plasticity_metrics_per_seed():
+    """plasticity/critic_max_abs_grad comes from SeedwiseAdam.max_abs_gradients: for every seed it equals
+    plasticity_metrics.max_abs_gradient of that seed's own network (the paper's diagnostic)."""
+    import plasticity_metrics
+
+    generators = [torch.Generator().manual_seed(seed) for seed in (3, 4)]
+    critic = ppo.Critic(5, 16, generators)
+    optimizer = ppo.SeedwiseAdam(critic.parameters(), lr=1e-3)
+    obs = torch.randn(2, 32, 5, generator=torch.Generator().manual_seed(0))
+    (critic(obs) ** 2).mean(-1).sum().backward()
+    logged = optimizer.max_abs_gradients()
+    for k in range(2):
+        single = ppo.single_seed_network(critic, k)
+        for parameter, source in zip(single.parameters(), critic.parameters()):
+            parameter.grad = source.grad[k : k + 1].clone()
+        assert logged[k].item() == plasticity_metrics.max_abs_gradient(single)
+    assert logged[0].item() != logged[1].item()
