@@ -2,21 +2,32 @@
 
 A fingerprint holds a run directory's evaluations.csv and plasticity.csv verbatim and the SHA-256 of every
 tensor and array of its final checkpoint.pt (networks, optimizer moments, normalization statistics, generator
-and environment states), so a test can tell that a refactoring left a run's outputs bit for bit as they were.
+and environment states), so a test can tell that a change left a run's outputs bit for bit as they were.
 
-    python tests/golden_outputs.py          # (re)record tests/golden/*.json: only for a deliberate change
+The reference is a pinned commit, REFERENCE_COMMIT: tests/test_all_scripts.py runs the same tiny runs with that
+commit's scripts (exported by `git archive` into a temporary directory, the work tree untouched) and with the
+work tree's, on the same machine, and compares the two fingerprints. The digests depend on the CPU's vector
+instruction set (MKL's code path), so only a comparison on one machine is meaningful; the reference fingerprints
+are cached per machine under .golden_cache/ (gitignored), so a machine pays for them once.
+
+Without the reference commit in the clone's history (a shallow clone), the tests fall back to tests/golden/*.json,
+recorded on one machine, and skip on a machine whose CPU capability differs (`git fetch --unshallow` fixes it; on
+an AVX-512 CPU, ATEN_CPU_CAPABILITY=avx2 MKL_ENABLE_INSTRUCTIONS=AVX2 also reproduced the AVX2 files' digests):
+
+    python tests/golden_outputs.py          # (re)record tests/golden/*.json from REFERENCE_COMMIT's scripts
     python tests/golden_outputs.py --update-keys env_states format   # re-record these checkpoint entries only,
                                             # after checking that everything else is still bit for bit the same
-
-The digests depend on the CPU's vector instruction set (MKL's code path): the files record the
-torch CPU capability they were made with, and the test skips, saying so, on a machine with another.
 """
 
 import hashlib
+import io
 import json
 import os
 import platform
+import subprocess
 import sys
+import tarfile
+import tempfile
 
 import numpy as np
 import torch
@@ -24,19 +35,48 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from tiny_run import REPO_ROOT, run_script  # noqa: E402
 
+# The commit whose outputs the work tree must reproduce bit for bit. A deliberate change of outputs moves it to
+# the commit that made the change, with the reason in the commit message that moves it.
+REFERENCE_COMMIT = "aa9ecc08c8a64409385db303fd4960a1caf12cb3"
 GOLDEN_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "golden")
-SCRIPTS = ("ppo_continuous.py", "eppo_continuous.py", "pfo_continuous.py", "cb_continuous.py", "ppo_drnd_continuous.py")
+CACHE_DIR = os.path.join(REPO_ROOT, ".golden_cache")
 # The --num-seeds 2 runs add these: CB replaces units within the tiny run only with them (the replacement code path
 # is then part of the fingerprint). The --num-seeds 1 runs use the tiny flags alone (test_all_scripts' finished_run).
 METHOD_FLAGS = {"cb_continuous.py": ["--maturity-threshold", "2", "--replacement-rate", "0.05"]}
 NUM_SEEDS = (1, 2)
 # checkpoint entries that are not outputs of the computation (wall-clock timers, the command line with its run_dir)
 UNCOMPARED_KEYS = ("args", "timers")
+SCRIPT_SUFFIX = "_continuous.py"
 
 
 def machine() -> dict:
+    """What tests/golden/*.json record about the machine they were made on."""
     return {"cpu_capability": torch.backends.cpu.get_cpu_capability(), "machine": platform.machine(),
             "torch": torch.__version__}
+
+
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            return next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), "")
+    except OSError:
+        return platform.processor()
+
+
+def environment() -> dict:
+    """Everything a cached reference fingerprint depends on besides the commit: the machine, the libraries, the
+    variables that pick MKL's code path, and this harness (the tiny flags and the fingerprint's format)."""
+    import gymnasium
+    import mujoco
+
+    harness = hashlib.sha256()
+    for name in ("golden_outputs.py", "tiny_run.py"):
+        with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), name), "rb") as f:
+            harness.update(f.read())
+    return {**machine(), "cpu_model": cpu_model(), "python": platform.python_version(), "numpy": np.__version__,
+            "mujoco": mujoco.__version__, "gymnasium": gymnasium.__version__,
+            "MKL_ENABLE_INSTRUCTIONS": os.environ.get("MKL_ENABLE_INSTRUCTIONS", ""),
+            "MKL_CBWR": os.environ.get("MKL_CBWR", ""), "harness": harness.hexdigest()[:16]}
 
 
 def digest(value) -> object:
@@ -65,44 +105,186 @@ def fingerprint(run_dir) -> dict:
             "checkpoint": {key: digest(value) for key, value in sorted(checkpoint.items()) if key not in UNCOMPARED_KEYS}}
 
 
+def _first_difference(actual, expected, path: str) -> str:
+    """Where two digests first differ, e.g. "['actor']['0.weight']" (containers entry by entry)."""
+    if isinstance(actual, dict) and isinstance(expected, dict):
+        if actual.keys() != expected.keys():
+            return f"{path} has the keys {sorted(actual)}, expected {sorted(expected)}"
+        return next(_first_difference(actual[k], expected[k], f"{path}[{k!r}]") for k in expected
+                    if actual[k] != expected[k])
+    if isinstance(actual, list) and isinstance(expected, list) and len(actual) == len(expected):
+        return next(_first_difference(a, e, f"{path}[{i}]") for i, (a, e) in enumerate(zip(actual, expected)) if a != e)
+    shown = f"{actual!r}, expected {expected!r}"
+    return f"{path} is {shown}" if len(shown) < 100 else f"{path} changed"  # a digest says nothing to a reader
+
+
+def differences(actual: dict, expected: dict) -> list:
+    """Every way the fingerprints ``actual`` ({seed: fingerprint}) differ from ``expected``, one short line each;
+    [] when they are bit for bit equal: both CSV files verbatim, every checkpoint entry (but UNCOMPARED_KEYS)."""
+    if actual.keys() != expected.keys():
+        return [f"seeds {sorted(actual)}, expected {sorted(expected)}"]
+    found = []
+    for seed, reference in expected.items():
+        run = actual[seed]
+        for name in ("evaluations.csv", "plasticity.csv"):
+            if run[name] != reference[name]:
+                got, want = run[name].splitlines(), reference[name].splitlines()
+                line = next((i for i, (g, w) in enumerate(zip(got, want)) if g != w), min(len(got), len(want)))
+                found.append(f"seed {seed}: {name} line {line + 1} is {got[line] if line < len(got) else None!r}, "
+                             f"expected {want[line] if line < len(want) else None!r}")
+        for key in sorted(set(run["checkpoint"]) | set(reference["checkpoint"])):
+            if key not in run["checkpoint"]:
+                found.append(f"seed {seed}: checkpoint entry {key!r} is missing")
+            elif key not in reference["checkpoint"]:
+                found.append(f"seed {seed}: checkpoint entry {key!r} is new")
+            elif run["checkpoint"][key] != reference["checkpoint"][key]:
+                found.append(f"seed {seed}: checkpoint" + _first_difference(run["checkpoint"][key],
+                                                                            reference["checkpoint"][key], f"[{key!r}]"))
+    return found
+
+
 def golden_path(script: str, num_seeds: int) -> str:
     return os.path.join(GOLDEN_DIR, f"{script[: -len('.py')]}_k{num_seeds}.json")
 
 
-def run_fingerprints(script: str, num_seeds: int, work_dir) -> dict:
-    """Run the tiny configuration of ``script`` with seeds 1..num_seeds; each seed's fingerprint."""
+def run_fingerprints(script: str, num_seeds: int, work_dir, repo_root=REPO_ROOT) -> dict:
+    """Run the tiny configuration of ``script`` (from ``repo_root``) with seeds 1..num_seeds; each seed's
+    fingerprint."""
     run_dir = os.path.join(str(work_dir), "seed{seed}")
     extra = ["--num-seeds", num_seeds, *(METHOD_FLAGS.get(script, []) if num_seeds > 1 else [])]
-    result = run_script(script, run_dir, *extra)
+    result = run_script(script, run_dir, *extra, repo_root=repo_root)
     if result.returncode != 0:
-        raise RuntimeError(f"{script} failed:\n{result.stderr[-3000:]}")
+        raise RuntimeError(f"{script} (in {repo_root}) failed:\n{result.stderr[-3000:]}")
     return {str(seed): fingerprint(run_dir.replace("{seed}", str(seed))) for seed in range(1, num_seeds + 1)}
+
+
+# ---- The reference commit: its scripts, its fingerprints on this machine (cached) ----
+
+def _git(repo_root, *args) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", "-C", str(repo_root), *args], capture_output=True, timeout=120)
+
+
+def reference_available(repo_root=REPO_ROOT) -> bool:
+    """Whether REFERENCE_COMMIT is in the clone's history (not in a shallow clone cut above it, nor in a copy
+    without .git)."""
+    try:
+        return _git(repo_root, "cat-file", "-e", f"{REFERENCE_COMMIT}^{{commit}}").returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+def reference_scripts(repo_root=REPO_ROOT) -> list:
+    """The top-level *_continuous.py files of REFERENCE_COMMIT (the scripts that have a reference)."""
+    listing = _git(repo_root, "ls-tree", "--name-only", REFERENCE_COMMIT)
+    if listing.returncode != 0:
+        raise RuntimeError(f"git ls-tree {REFERENCE_COMMIT}: {listing.stderr.decode()[-500:]}")
+    return sorted(name for name in listing.stdout.decode().splitlines() if name.endswith(SCRIPT_SUFFIX))
+
+
+def recorded_scripts() -> list:
+    """The scripts with recorded fingerprints in tests/golden (the fallback without the reference commit)."""
+    return sorted(name[: -len("_k1.json")] + ".py" for name in os.listdir(GOLDEN_DIR) if name.endswith("_k1.json"))
+
+
+def golden_scripts(repo_root=REPO_ROOT) -> list:
+    """The scripts the golden tests compare: those of the reference commit, or, without it, the recorded ones."""
+    return reference_scripts(repo_root) if reference_available(repo_root) else recorded_scripts()
+
+
+def export_reference(destination, repo_root=REPO_ROOT) -> None:
+    """REFERENCE_COMMIT's files into ``destination`` (git archive: the work tree and the index stay untouched)."""
+    archive = _git(repo_root, "archive", "--format=tar", REFERENCE_COMMIT)
+    if archive.returncode != 0:
+        raise RuntimeError(f"git archive {REFERENCE_COMMIT}: {archive.stderr.decode()[-500:]}")
+    with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
+        # filter="data" (Python >= 3.11.4) refuses members outside destination; the commit is ours anyway
+        tar.extractall(destination, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
+
+
+def cache_path(script: str, num_seeds: int) -> str:
+    """.golden_cache/<commit>/<cpu capability>-torch<version>-<hash of environment()>/<script>_k<n>.json"""
+    env = environment()
+    key = hashlib.sha256(json.dumps(env, sort_keys=True).encode()).hexdigest()[:12]
+    directory = f"{env['cpu_capability']}-torch{env['torch']}-{key}"
+    return os.path.join(CACHE_DIR, REFERENCE_COMMIT, directory, f"{script[: -len('.py')]}_k{num_seeds}.json")
+
+
+def write_json_atomically(path: str, content: dict) -> None:
+    """Readers (another pytest-xdist worker) see the whole file or none: a temporary file, then os.replace."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with tempfile.NamedTemporaryFile("w", dir=os.path.dirname(path), suffix=".tmp", delete=False) as f:
+        json.dump(content, f, indent=1, sort_keys=True)
+    os.replace(f.name, path)
+
+
+def reference_fingerprints(script: str, num_seeds: int, repo_root=REPO_ROOT) -> dict:
+    """The fingerprints of REFERENCE_COMMIT's ``script`` on this machine: from the cache, or run once (a few
+    seconds) from an exported copy of the commit and cached."""
+    path = cache_path(script, num_seeds)
+    try:
+        with open(path) as f:
+            return json.load(f)["seeds"]
+    except (OSError, ValueError, KeyError):  # not cached yet (a cache file is never partial: written atomically)
+        pass
+    with tempfile.TemporaryDirectory(prefix="golden-reference-") as tmp:
+        source = os.path.join(tmp, "source")
+        export_reference(source, repo_root)
+        seeds = run_fingerprints(script, num_seeds, os.path.join(tmp, "run"), repo_root=source)
+    write_json_atomically(path, {"commit": REFERENCE_COMMIT, "environment": environment(), "seeds": seeds})
+    return seeds
+
+
+class GoldenUnavailable(Exception):
+    """No reference for this machine (the message says why and how to get one): the golden test skips."""
+
+
+def expected_fingerprints(script: str, num_seeds: int, repo_root=REPO_ROOT) -> dict:
+    """What the work tree's tiny run of ``script`` must reproduce on this machine: REFERENCE_COMMIT's fingerprints,
+    or, when the clone lacks that commit, tests/golden's if they were recorded on a machine like this one."""
+    if reference_available(repo_root):
+        return reference_fingerprints(script, num_seeds, repo_root)
+    with open(golden_path(script, num_seeds)) as f:
+        recorded = json.load(f)
+    if recorded.get("commit", REFERENCE_COMMIT) != REFERENCE_COMMIT:
+        raise GoldenUnavailable(f"{golden_path(script, num_seeds)} was recorded at {recorded['commit'][:10]}, not at "
+                                f"REFERENCE_COMMIT {REFERENCE_COMMIT[:10]}: re-record it (python tests/golden_outputs.py)")
+    if recorded["machine"] != machine():
+        raise GoldenUnavailable(f"REFERENCE_COMMIT {REFERENCE_COMMIT[:10]} is not in this clone's history (run "
+                                f"`git fetch --unshallow`), and tests/golden/ was recorded on {recorded['machine']}, "
+                                f"this machine is {machine()}")
+    return recorded["seeds"]
 
 
 if __name__ == "__main__":
     import argparse
-    import tempfile
 
-    parser = argparse.ArgumentParser(description="record the golden outputs of the tiny runs")
-    parser.add_argument("scripts", nargs="*", default=SCRIPTS, help="only these scripts (default: all five)")
+    parser = argparse.ArgumentParser(description="record REFERENCE_COMMIT's golden outputs into tests/golden "
+                                                 "(the fallback for clones without that commit)")
+    parser.add_argument("scripts", nargs="*", help="only these scripts (default: every one of the reference commit)")
     parser.add_argument("--update-keys", nargs="+", default=None,
                         help="re-record only these checkpoint entries; every other output must be unchanged")
     options = parser.parse_args()
+    if not reference_available():
+        sys.exit(f"error: REFERENCE_COMMIT {REFERENCE_COMMIT} is not in this clone's history (git fetch --unshallow)")
     os.makedirs(GOLDEN_DIR, exist_ok=True)
-    for script in options.scripts:
-        for num_seeds in NUM_SEEDS:
-            with tempfile.TemporaryDirectory() as work_dir:
-                seeds = run_fingerprints(script, num_seeds, work_dir)
-            if options.update_keys:
-                with open(golden_path(script, num_seeds)) as f:
-                    golden = json.load(f)["seeds"]
-                for seed, recorded in golden.items():
-                    new = seeds[seed]
-                    for name in ("evaluations.csv", "plasticity.csv"):
-                        assert new[name] == recorded[name], f"{script} seed {seed}: {name} changed"
-                    for key in set(recorded["checkpoint"]) | set(new["checkpoint"]):
-                        if key not in options.update_keys:
-                            assert new["checkpoint"].get(key) == recorded["checkpoint"].get(key), (script, seed, key)
-            with open(golden_path(script, num_seeds), "w") as f:
-                json.dump({"machine": machine(), "seeds": seeds}, f, indent=1, sort_keys=True)
-            print(f"recorded {golden_path(script, num_seeds)}")
+    with tempfile.TemporaryDirectory(prefix="golden-reference-") as source:
+        export_reference(source)
+        for script in options.scripts or reference_scripts():
+            for num_seeds in NUM_SEEDS:
+                with tempfile.TemporaryDirectory() as work_dir:
+                    seeds = run_fingerprints(script, num_seeds, work_dir, repo_root=source)
+                if options.update_keys:
+                    with open(golden_path(script, num_seeds)) as f:
+                        golden = json.load(f)["seeds"]
+                    kept = {seed: {**new, "checkpoint": {k: v for k, v in new["checkpoint"].items()
+                                                         if k not in options.update_keys}} for seed, new in seeds.items()}
+                    recorded = {seed: {**old, "checkpoint": {k: v for k, v in old["checkpoint"].items()
+                                                             if k not in options.update_keys}}
+                                for seed, old in golden.items()}
+                    changed = differences(kept, recorded)
+                    if changed:
+                        sys.exit(f"error: {script} --num-seeds {num_seeds}: " + "; ".join(changed))
+                with open(golden_path(script, num_seeds), "w") as f:
+                    json.dump({"commit": REFERENCE_COMMIT, "machine": machine(), "seeds": seeds}, f, indent=1,
+                              sort_keys=True)
+                print(f"recorded {golden_path(script, num_seeds)}")

@@ -19,11 +19,15 @@ TINY_FLAGS = (
 TINY_EVALUATION_STEPS = [(0, 0), (128, 0), (256, 0), (384, 1), (512, 1)]
 
 
-def run_script(script: str, run_dir, *extra_flags, tiny: bool = True, timeout: float = 300, env=None):
-    """Run ``script`` (a file name at the repository root) with the tiny flags plus ``extra_flags``."""
-    command = [sys.executable, os.path.join(REPO_ROOT, script), "--run-dir", str(run_dir)]
+def run_script(script: str, run_dir, *extra_flags, tiny: bool = True, timeout: float = 300, env=None,
+               repo_root=REPO_ROOT):
+    """Run ``script`` (a file name at the repository root) with the tiny flags plus ``extra_flags``.
+
+    ``repo_root``: another copy of the repository to run it from (the golden tests' reference commit); the script
+    and its working directory are that copy's, so its imports (nonstationary_envs, ...) are that copy's too."""
+    command = [sys.executable, os.path.join(str(repo_root), script), "--run-dir", str(run_dir)]
     command += list(TINY_FLAGS if tiny else ()) + [str(flag) for flag in extra_flags]
-    return subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=timeout,
+    return subprocess.run(command, cwd=str(repo_root), capture_output=True, text=True, timeout=timeout,
                           env={**os.environ, **(env or {})})
 
 
