@@ -2,6 +2,8 @@
 
 The single place that knows how a sweep name (PPO, EPPO_cor, ...) maps to an algorithm script,
 which settings the paper uses, which kappa a setting gets, and where a run's directory lies.
+The paper's methods are listed (METHODS); every other *_continuous.py of --scripts-dir is a method too,
+named by its `method_name` (see discovered_methods), so a new script needs no entry here.
 scripts/sweep.sh, scripts/slurm_sweep.sh and scripts/grid_search_kappa.sh all call it, and
 scripts/summarize.py imports its tables, so none of them repeats this logic.
 
@@ -20,7 +22,9 @@ are left out before packing, so a pack never retrains a finished seed.
 from __future__ import annotations
 
 import argparse
+import ast
 import csv
+import functools
 import os
 import shlex
 import sys
@@ -40,6 +44,7 @@ METHODS: dict[str, tuple[str, tuple[str, ...]]] = {
     "EPPO_cor": ("eppo_continuous.py", ("--variant", "cor")),
     "EPPO_ind": ("eppo_continuous.py", ("--variant", "ind")),
 }
+SCRIPT_SUFFIX = "_continuous.py"
 # CB's grid-searched settings per (experiment, env) (paper, Appendix B "CB details"); the script's defaults
 # (maturity 1000, replacement rate 1e-4) are the paper's Ant values.
 CB_PAPER_FLAGS: dict[tuple[str, str], tuple[str, ...]] = {
@@ -86,13 +91,57 @@ def env_name(env: str) -> str:
     return name
 
 
-def method_for_script(script: str, variant: str | None = None) -> str | None:
-    """Inverse of METHODS: ('eppo_continuous.py', 'cor') -> 'EPPO_cor'; None when unknown."""
+def script_method_name(path: str) -> str:
+    """A discovered script's sweep name: the string its `def method_name` returns, when every return there is that
+    one string literal (as in the template: `return "PPO"`); else the file's name in capitals
+    (ppo_redo_continuous.py -> PPO_REDO). Read with ast, not imported: this module must not import torch."""
+    try:
+        with open(path) as f:
+            tree = ast.parse(f.read(), path)
+    except (OSError, SyntaxError, ValueError):  # unreadable, or being written: the file's name
+        tree = ast.Module(body=[], type_ignores=[])
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name == "method_name":
+            returned = {n.value.value if isinstance(n.value, ast.Constant) and isinstance(n.value.value, str) else None
+                        for n in ast.walk(node) if isinstance(n, ast.Return)}
+            if len(returned) == 1 and None not in returned:
+                return returned.pop()
+    return os.path.basename(path)[: -len(SCRIPT_SUFFIX)].upper()
+
+
+@functools.lru_cache(maxsize=None)  # summarize.py asks once per run directory
+def discovered_methods(scripts_dir: str = REPO_ROOT) -> tuple[tuple[str, str], ...]:
+    """(method, script) of every *_continuous.py in ``scripts_dir`` that METHODS does not name, by file name. A
+    method name already taken (a copy of a listed method) gives way to the file's name in capitals."""
+    listed = {script for script, _ in METHODS.values()}
+    try:
+        names = sorted(os.listdir(scripts_dir))
+    except OSError:
+        return ()
+    found: dict[str, str] = {}
+    for name in names:
+        path = os.path.join(scripts_dir, name)
+        if not name.endswith(SCRIPT_SUFFIX) or name in listed or not os.path.isfile(path):
+            continue
+        method = script_method_name(path)
+        if method in METHODS or method in found:
+            method = name[: -len(SCRIPT_SUFFIX)].upper()
+        found.setdefault(method, name)
+    return tuple(found.items())
+
+
+def all_methods(scripts_dir: str = REPO_ROOT) -> dict[str, tuple[str, tuple[str, ...]]]:
+    """Sweep name -> (script, fixed flags): METHODS in the paper's order, then the discovered scripts (no flags)."""
+    return {**METHODS, **{method: (script, ()) for method, script in discovered_methods(os.path.abspath(scripts_dir))}}
+
+
+def method_for_script(script: str, variant: str | None = None, scripts_dir: str = REPO_ROOT) -> str | None:
+    """Inverse of all_methods: ('eppo_continuous.py', 'cor') -> 'EPPO_cor'; None when unknown."""
     script = os.path.basename(script)
     if script == "eppo_continuous.py":
         name = f"EPPO_{variant}"
         return name if name in METHODS else None
-    for method, (method_script, _) in METHODS.items():
+    for method, (method_script, _) in all_methods(scripts_dir).items():
         if method_script == script:
             return method
     return None
@@ -240,9 +289,10 @@ def build_runs(
     that a partially finished sweep has whole settings done first."""
     if seeds_per_process < 1:
         raise RunListError(f"--seeds-per-process must be a positive integer, got {seeds_per_process}")
+    table = all_methods(scripts_dir)
     for method in methods:
-        if method not in METHODS:
-            raise RunListError(f"unknown method {method!r}; valid: {', '.join(METHODS)}")
+        if method not in table:
+            raise RunListError(f"unknown method {method!r}; valid: {', '.join(table)}")
     if not methods or not settings or not seeds:
         raise RunListError("empty run list: need at least one method, setting and seed")
     for flag in extra_args:
@@ -258,7 +308,7 @@ def build_runs(
     runs: list[Run] = []
     for setting in settings:
         for method in methods:
-            script, fixed_flags = METHODS[method]
+            script, fixed_flags = table[method]
             if kappa_grid:
                 kappas: list[float | None] = list(kappa_grid[method])
             elif method in KAPPA_COLUMNS:
@@ -298,7 +348,8 @@ def make_parser() -> argparse.ArgumentParser:
         description="Run selection (shared by sweep.sh, slurm_sweep.sh, grid_search_kappa.sh). Prints RUN_DIR<TAB>COMMAND lines.",
         epilog="Everything after `--` is passed to every run, e.g. -- --steps-per-task 100000 --track",
     )
-    parser.add_argument("--methods", default="PPO", help=f"comma list of {', '.join(METHODS)} (default PPO)")
+    parser.add_argument("--methods", default="PPO", help=f"comma list of {', '.join(METHODS)}, or the method_name of "
+                        "another *_continuous.py in --scripts-dir (default PPO)")
     parser.add_argument("--settings", help="comma list of experiment/env/strategy, e.g. paralysis/HalfCheetah/back-one")
     parser.add_argument("--all", dest="all_settings", action="store_true", help="the paper's 14 settings")
     parser.add_argument("--experiments", help=f"filter the paper's settings: comma list of {', '.join(EXPERIMENTS)}")

@@ -76,6 +76,37 @@ def test_invalid_arguments_exit_2_with_the_valid_choices(tmp_path, args, message
     assert message in result.stderr
 
 
+def test_a_script_not_in_the_table_is_a_method_named_by_its_method_name(tmp_path):
+    """Every *_continuous.py of --scripts-dir that METHODS does not list is a method: named by the string literal
+    its method_name returns (FOO), else by its file name (BAR_BAZ: its method_name computes the name); --methods
+    builds its command as any other's, and method_for_script finds it. Discovery reads the scripts without
+    importing them (runlist.py stays free of torch)."""
+    scripts = tmp_path / "algorithms"
+    scripts.mkdir()
+    (scripts / "foo_continuous.py").write_text('import torch\n\n\ndef method_name(args) -> str:\n    """Its name."""\n'
+                                               '    return "FOO"  # FOO:\n')
+    (scripts / "bar_baz_continuous.py").write_text('def method_name(args):\n    return "BAR" + args.suffix\n')
+    root = str(tmp_path / "root")
+    result = subprocess.run(
+        [PY, "-c", "import sys; sys.path.insert(0, sys.argv[1]); import runlist; code = runlist.main(sys.argv[2:]); "
+                   "assert 'torch' not in sys.modules, 'runlist imported torch'; sys.exit(code)",
+         os.path.join(REPO_ROOT, "scripts"), "--methods", "FOO,BAR_BAZ", "--settings", "paralysis/HalfCheetah/back-one", "--seeds", "3", "--root", root,
+         "--python", "py", "--scripts-dir", str(scripts)],
+        capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    expected = []
+    for method, script in (("FOO", "foo_continuous.py"), ("BAR_BAZ", "bar_baz_continuous.py")):
+        directory = os.path.join(root, "paralysis", "HalfCheetah", "back-one", method, "seed3")
+        expected.append(f"{directory}\tpy {scripts / script} --env-id HalfCheetah-v5 --experiment paralysis "
+                        f"--strategy back-one --seed 3 --run-dir {directory}")
+    assert result.stdout.splitlines() == expected
+    assert runlist.method_for_script(str(scripts / "foo_continuous.py"), scripts_dir=str(scripts)) == "FOO"
+    assert runlist.method_for_script("bar_baz_continuous.py", scripts_dir=str(scripts)) == "BAR_BAZ"
+    assert runlist.method_for_script("baz_continuous.py", scripts_dir=str(scripts)) is None
+    # the paper's methods keep their table order and fixed flags, the discovered ones follow
+    assert list(runlist.all_methods(str(scripts))) == [*runlist.METHODS, "BAR_BAZ", "FOO"]
+
+
 def test_tiny_sweep_finishes_and_relaunch_skips(tmp_path, fake_scripts):
     root = str(tmp_path / "root")
     args = ["--methods", "PPO", "--settings", "paralysis/HalfCheetah/back-one", "--seeds", "1-2", "--root", root,
