@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One-shot GPU check (issue 11), under 8 minutes on a GPU machine with 16 cores:
-#   1. every algorithm script, tiny, with --cuda at --num-seeds 1 and 4: exit 0 and the expected evaluation rows;
+#   1. every algorithm script (*_continuous.py), tiny, with --cuda at --num-seeds 1 and 4: exit 0 and the expected
+#      evaluation rows;
 #   2. one tiny CUDA run repeated: identical evaluations.csv (determinism with --torch-deterministic);
 #   3. the steps/s table: --num-seeds 16 and 64 on CUDA with every core stepping the simulations (--env-threads 0),
 #      and 1 and 4 on the CPU (one thread each), beside the raw simulator's steps/s on one core measured by
@@ -31,7 +32,7 @@ $python -c "import torch; print('torch', torch.__version__, 'cuda', torch.cuda.i
 
 echo "== 1. tiny --cuda runs of every script at --num-seeds 1 and 4 (in parallel)"
 pids=()
-for script in ppo_continuous.py eppo_continuous.py pfo_continuous.py cb_continuous.py ppo_drnd_continuous.py; do
+for script in *_continuous.py; do  # every algorithm script at the repository root (a new method included)
     for k in 1 4; do
         dir="$out/tiny/${script%.py}_k$k"
         rm -rf "$dir"
