@@ -265,3 +265,30 @@ def test_the_logged_max_abs_gradient_is_plasticity_metrics_per_seed():
             parameter.grad = source.grad[k : k + 1].clone()
         assert logged[k].item() == plasticity_metrics.max_abs_gradient(single)
     assert logged[0].item() != logged[1].item()
+
+
+def test_every_field_the_scripts_set_on_the_run_is_declared_in_run():
+    """Run's fields are declared in one place (its class body, grouped): every ``run.X = ...`` (or ``self.X`` in
+    Run's methods) anywhere in every script is one of them, so a new field cannot hide in a function."""
+    import ast
+    import glob
+
+    from tiny_run import REPO_ROOT
+
+    declared = set(ppo.Run.__annotations__)
+    for path in sorted(glob.glob(os.path.join(REPO_ROOT, "*_continuous.py"))):
+        with open(path) as f:
+            tree = ast.parse(f.read())
+        run_class = next(node for node in tree.body if isinstance(node, ast.ClassDef) and node.name == "Run")
+        in_run = {id(node) for node in ast.walk(run_class)}
+        assigned = set()
+        for node in ast.walk(tree):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
+                node, (ast.AugAssign, ast.AnnAssign)) else []
+            for target in targets:
+                for element in ast.walk(target):
+                    if (isinstance(element, ast.Attribute) and isinstance(element.value, ast.Name)
+                            and (element.value.id == "run" or (element.value.id == "self" and id(node) in in_run))):
+                        assigned.add(element.attr)
+        assert assigned - declared == set(), os.path.basename(path)
+        assert {"global_step", "agent", "stat_sums", "progress_mark"} <= assigned  # the walk finds them
