@@ -143,6 +143,12 @@ def differences(actual: dict, expected: dict) -> list:
     return found
 
 
+def without(fingerprints: dict, keys) -> dict:
+    """``fingerprints`` without the checkpoint entries ``keys`` (those that --update-keys re-records)."""
+    return {seed: {**run, "checkpoint": {k: v for k, v in run["checkpoint"].items() if k not in keys}}
+            for seed, run in fingerprints.items()}
+
+
 def golden_path(script: str, num_seeds: int) -> str:
     return os.path.join(GOLDEN_DIR, f"{script[: -len('.py')]}_k{num_seeds}.json")
 
@@ -246,8 +252,8 @@ def expected_fingerprints(script: str, num_seeds: int, repo_root=REPO_ROOT) -> d
     with open(golden_path(script, num_seeds)) as f:
         recorded = json.load(f)
     if recorded.get("commit", REFERENCE_COMMIT) != REFERENCE_COMMIT:
-        raise GoldenUnavailable(f"{golden_path(script, num_seeds)} was recorded at {recorded['commit'][:10]}, not at "
-                                f"REFERENCE_COMMIT {REFERENCE_COMMIT[:10]}: re-record it (python tests/golden_outputs.py)")
+        raise GoldenUnavailable(f"{golden_path(script, num_seeds)} was recorded at {recorded['commit'][:10]}, not "
+                                f"at REFERENCE_COMMIT {REFERENCE_COMMIT[:10]}: re-record it (python tests/golden_outputs.py)")
     if recorded["machine"] != machine():
         raise GoldenUnavailable(f"REFERENCE_COMMIT {REFERENCE_COMMIT[:10]} is not in this clone's history (run "
                                 f"`git fetch --unshallow`), and tests/golden/ was recorded on {recorded['machine']}, "
@@ -275,13 +281,8 @@ if __name__ == "__main__":
                     seeds = run_fingerprints(script, num_seeds, work_dir, repo_root=source)
                 if options.update_keys:
                     with open(golden_path(script, num_seeds)) as f:
-                        golden = json.load(f)["seeds"]
-                    kept = {seed: {**new, "checkpoint": {k: v for k, v in new["checkpoint"].items()
-                                                         if k not in options.update_keys}} for seed, new in seeds.items()}
-                    recorded = {seed: {**old, "checkpoint": {k: v for k, v in old["checkpoint"].items()
-                                                             if k not in options.update_keys}}
-                                for seed, old in golden.items()}
-                    changed = differences(kept, recorded)
+                        recorded = json.load(f)["seeds"]
+                    changed = differences(without(seeds, options.update_keys), without(recorded, options.update_keys))
                     if changed:
                         sys.exit(f"error: {script} --num-seeds {num_seeds}: " + "; ".join(changed))
                 with open(golden_path(script, num_seeds), "w") as f:

@@ -32,7 +32,8 @@ def test_check_reports_a_new_script_whose_block_differs_and_sync_copies_the_temp
     assert checked.returncode == 1
     assert checked.stderr == "the plumbing block of x_continuous.py differs from ppo_continuous.py's\n"
     synced = sync(tmp_path)
-    assert synced.returncode == 0 and synced.stdout == "updated: x_continuous.py (of a_continuous.py, x_continuous.py)\n"
+    assert synced.returncode == 0
+    assert synced.stdout == "updated: x_continuous.py (of a_continuous.py, x_continuous.py)\n"
     assert (tmp_path / "x_continuous.py").read_text() == new_method + PLUMBING  # the method kept, the block copied
     assert (tmp_path / "notes.py").read_text() == PLUMBING.replace("1", "3")
     assert sync(tmp_path, "--check").stdout == "differs: none (of a_continuous.py, x_continuous.py)\n"
