@@ -790,12 +790,78 @@ class Agent(SimpleNamespace):
 
 
 class Run:
-    """Everything a run is, in one object. ``STATE`` lists the per-seed fields beside the agent's entries and
-    ``COUNTERS`` the shared ones: the checkpoint saves exactly these (with each seed's environment and generator
-    states) and a resume restores exactly these."""
+    """Everything a run is, in one object; its fields are declared here, grouped by who sets them. ``STATE`` lists
+    the per-seed fields beside the agent's entries and ``COUNTERS`` the shared ones: the checkpoint saves exactly
+    these (with each seed's environment and generator states) and a resume restores exactly these."""
 
     STATE = ("obs_rms", "raw_obs", "episode_return", "episode_length", "nonfinite_skips_total")
     COUNTERS = ("global_step", "iteration", "task_index", "timers")
+
+    # The configuration (start_run: choose_seeds, set_up_devices)
+    args: "Args"
+    seeds: list  # the seeds this process trains (finished ones left out); k indexes them in every stacked array
+    run_names: dict  # seed -> the run's name (W&B, the default run directory)
+    run_dirs: dict  # seed -> its run directory
+    config_args: dict  # seed -> the flags config.json records (with its own seed)
+    schedule: list  # the setting's whole task schedule; num_tasks of it are run
+    num_tasks: int
+    total_steps: int  # per seed: steps_per_task * num_tasks
+    batch_size: int  # per seed and update: num_steps * num_envs
+    num_iterations: int
+    device: torch.device
+    generators: list  # one torch.Generator per seed: initial weights, action noise, minibatch permutations
+    # The simulations (build): one batch for the training envs, one for the evaluation episodes
+    env: nonstationary_envs.BatchedEnv
+    eval_env: nonstationary_envs.BatchedEnv
+    sims: np.ndarray  # (seeds, envs): seed k's training simulations
+    obs_dim: int
+    action_dim: int
+    action_low: np.ndarray
+    action_high: np.ndarray
+    # The learning state, per seed (build; STATE and the agent's entries are checkpointed)
+    agent: "Agent"  # the method's (make_agent)
+    obs_rms: "RunningMeanStd"
+    raw_obs: np.ndarray  # (seeds, envs, obs_dim): the envs' current observations
+    obs: np.ndarray  # the same, normalized
+    episode_return: np.ndarray  # (seeds, envs)
+    episode_length: np.ndarray  # (seeds, envs)
+    nonfinite_skips_total: np.ndarray  # (seeds,)
+    consecutive_nonfinite: np.ndarray  # (seeds,): the run stops at --max-nonfinite-skips
+    saved_states: list  # per seed (--save-states): observations and their steps, written with each checkpoint
+    saved_state_steps: list
+    # The counters, shared by all seeds (COUNTERS)
+    global_step: int  # per seed
+    iteration: int
+    task_index: int
+    timers: dict  # seconds of wall, eval and plasticity time, over all sessions
+    # The outputs (open_outputs)
+    writers: list  # per seed: TensorBoard
+    evaluations_logs: list  # per seed: evaluations.csv
+    plasticity_logs: list  # per seed: plasticity.csv
+    last_eval_return: np.ndarray  # (seeds,): the progress bar's
+    # This session (start_session)
+    stop_signal: list  # signals received (SIGTERM, SIGINT): checkpoint and exit 75 at the next update's end
+    buffers: SimpleNamespace  # the rollout's arrays on the CPU, (seeds, T, envs, ...)
+    seed_rows: torch.Tensor  # (seeds, 1): gathers each seed's own minibatch
+    eval_points: list  # the evaluation steps still due
+    next_checkpoint: float  # the step of the next periodic checkpoint
+    session_start: float
+    session_start_step: int
+    session_timers_start: dict
+    wall_mark: float
+    log_progress: bool  # output goes to a file: the log lines carry the progress (progress_note)
+    progress_mark: tuple  # (time, step) of the last progress note
+    progress: object  # tqdm's bar (off without a terminal)
+    exit_code: int
+    # This iteration (iterating, collect_rollout, optimizer_step, record)
+    task_ended: bool  # a task ended inside the rollout: checkpoint after the update
+    minibatch_steps: np.ndarray  # (seeds,): minibatch steps each seed took in this update
+    skipped_this_update: np.ndarray  # (seeds,): steps skipped for a non-finite loss or gradient
+    skip_reasons: list  # per seed: the names of the non-finite terms
+    critic_max_grad: torch.Tensor  # (seeds,): the critic's largest gradient entry in this update
+    grad_norms: dict  # optimizer name -> (seeds,) gradient norms of the last minibatch step
+    stat_names: list  # the minibatch statistics' names (record)
+    stat_sums: Optional[torch.Tensor]  # (seeds, statistics): their sums over the stepped minibatches
 
     def iterating(self) -> bool:
         """Start the next iteration, or False when the run is done or has to stop."""
@@ -888,12 +954,12 @@ def evaluate_policy(policy, eval_env: nonstationary_envs.BatchedEnv, task: int, 
                     visited[k].append(obs_norm[k][running[k]])
             actions = np.clip(policy(torch.from_numpy(obs_norm).to(device)).cpu().numpy(), low, high)
             ids = np.flatnonzero(running)  # only the episodes still running step (flat views of (seeds, episodes))
-            next_obs, reward, terminated, _ = eval_env.step(actions.reshape(eval_env.num_sims, -1)[ids],
-                                                            None if ids.size == eval_env.num_sims else ids)
+            next_obs, reward, terminated, truncated = eval_env.step(actions.reshape(eval_env.num_sims, -1)[ids],
+                                                                    None if ids.size == eval_env.num_sims else ids)
             obs.reshape(eval_env.num_sims, -1)[ids] = next_obs
             returns.reshape(-1)[ids] += reward
             lengths.reshape(-1)[ids] += 1
-            running.reshape(-1)[ids] = ~terminated & (lengths.reshape(-1)[ids] < args.max_episode_steps)
+            running.reshape(-1)[ids] = ~(terminated | truncated)
     states = [np.concatenate(v)[:max_states] if v else np.zeros((0, obs.shape[-1]), np.float32) for v in visited]
     return returns, lengths, states
 
@@ -1002,14 +1068,14 @@ def collect_rollout(run: Run) -> Optional[SimpleNamespace]:
             buffers.actions[:, step] = action
             clipped_action = np.minimum(np.maximum(action, run.action_low), run.action_high)  # np.clip costs ~10 us
             run.global_step += args.num_envs
-            next_raw_obs, reward, terminated, _ = env.step(clipped_action.reshape(env.num_sims, -1))
+            next_raw_obs, reward, terminated, truncated = env.step(clipped_action.reshape(env.num_sims, -1))
             reward, terminated = reward.reshape(run.raw_obs.shape[:2]), terminated.reshape(run.raw_obs.shape[:2])
             run.episode_return += reward
             run.episode_length += 1
             buffers.raw_rewards[:, step] = reward
             buffers.rewards[:, step] = training_reward(run.agent, reward, terminated, args)
             buffers.terminations[:, step] = terminated
-            done = terminated | (run.episode_length >= args.max_episode_steps)
+            done = terminated | truncated.reshape(terminated.shape)  # the env's episode clock (--max-episode-steps)
             buffers.dones[:, step] = done
             run.raw_obs = next_raw_obs.reshape(run.raw_obs.shape)
             # An ended episode restarts in the same step, so the buffer holds no junk transition; its true final
@@ -1334,18 +1400,30 @@ def prepare_run_dir(args: Args, run_dir: str, config_args: dict) -> None:
 
 
 def start_run(args: Args, argv: list, notes: tuple = ()) -> Run:
-    """Everything before the first iteration: the seeds still to train (a finished seed is skipped), devices,
-    environments, the agent, outputs; resumes every seed from its checkpoint when all have one at a common step;
-    prints the run's header (with the method's ``notes``) and evaluates step 0 of a fresh run."""
-    from torch.utils.tensorboard import SummaryWriter
-    from tqdm import tqdm
-
+    """Everything before the first iteration, in named steps: the seeds still to train, the devices, the
+    simulations and the agent, a resume from the seeds' checkpoints (or fresh simulations), the outputs, the run's
+    header (with the method's ``notes``) and the session's schedule, with step 0's evaluation of a fresh run."""
     run = Run()
     run.args, run.exit_code, run.progress = args, 0, None
-    # Seeds seed, ..., seed + num_seeds - 1; each writes exactly what a run with --num-seeds 1 and its seed writes
+    choose_seeds(run)
+    set_up_devices(run, argv)
+    build(run)
+    resumed = restore_or_reset(run)
+    open_outputs(run, resumed)
+    print_header(run, notes, resumed)
+    start_session(run, resumed)
+    return run
+
+
+def choose_seeds(run: Run) -> None:
+    """Seeds seed, ..., seed + num_seeds - 1, each writing exactly what a run with --num-seeds 1 and its seed
+    writes: their run directories prepared (a foreign configuration refused, exit 2); a seed that has finished
+    (summary.json) is skipped, and the process exits 0 when none is left."""
+    args = run.args
     all_seeds = [args.seed + k for k in range(args.num_seeds)]
-    run_names = {seed: f"{args.env_id}__{args.experiment}__{args.strategy}__{run_tag(args)}__{seed}" for seed in all_seeds}
-    run.run_dirs = {seed: (args.run_dir or os.path.join("runs", run_names[seed])).replace("{seed}", str(seed))
+    run.run_names = {seed: f"{args.env_id}__{args.experiment}__{args.strategy}__{run_tag(args)}__{seed}"
+                     for seed in all_seeds}
+    run.run_dirs = {seed: (args.run_dir or os.path.join("runs", run.run_names[seed])).replace("{seed}", str(seed))
                     for seed in all_seeds}
     run.config_args = {seed: {**dataclasses.asdict(args), "seed": seed} for seed in all_seeds}
     try:
@@ -1354,22 +1432,25 @@ def start_run(args: Args, argv: list, notes: tuple = ()) -> Run:
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         sys.exit(EXIT_INVALID_CONFIG)
-    run.seeds = seeds = []
+    run.seeds = []
     for seed in all_seeds:
         if os.path.exists(os.path.join(run.run_dirs[seed], "summary.json")):
             print(f"{run.run_dirs[seed]} already holds a finished run (summary.json); nothing to do.")
         else:
-            seeds.append(seed)
-    if not seeds:
+            run.seeds.append(seed)
+    if not run.seeds:
         sys.exit(0)
-    num_seeds = len(seeds)
-
-    schedule = nonstationary_envs.task_schedule(args.env_id, args.experiment, args.strategy)
-    num_tasks = args.num_tasks or len(schedule)
-    run.total_steps = args.steps_per_task * num_tasks
+    run.schedule = nonstationary_envs.task_schedule(args.env_id, args.experiment, args.strategy)
+    run.num_tasks = args.num_tasks or len(run.schedule)
+    run.total_steps = args.steps_per_task * run.num_tasks
     run.batch_size = args.num_steps * args.num_envs
     run.num_iterations = math.ceil(run.total_steps / run.batch_size)
 
+
+def set_up_devices(run: Run, argv: list) -> None:
+    """torch's threads and determinism, the device, and one generator per seed for the initial weights, the action
+    noise and the minibatch permutations (a seed's random draws do not depend on the seeds beside it)."""
+    args = run.args
     torch.set_num_threads(args.torch_threads)
     if args.torch_deterministic:
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
@@ -1378,22 +1459,24 @@ def start_run(args: Args, argv: list, notes: tuple = ()) -> Run:
     # One CUDA process serves many seeds well and one seed badly (docs/batched-seeds.md): by default CUDA is used
     # from CUDA_MIN_SEEDS seeds up; an explicit --cuda forces it, --no-cuda forbids it.
     cuda_forced = "--cuda" in argv
-    use_cuda = args.cuda and torch.cuda.is_available() and (cuda_forced or num_seeds >= CUDA_MIN_SEEDS)
-    run.device = device = torch.device("cuda" if use_cuda else "cpu")
-    # One generator per seed for the initial weights, the action noise and the minibatch permutations, so a
-    # seed's random draws do not depend on the seeds beside it
-    run.generators = [torch.Generator().manual_seed(seed) for seed in seeds]
+    use_cuda = args.cuda and torch.cuda.is_available() and (cuda_forced or len(run.seeds) >= CUDA_MIN_SEEDS)
+    run.device = torch.device("cuda" if use_cuda else "cpu")
+    run.generators = [torch.Generator().manual_seed(seed) for seed in run.seeds]
 
+
+def build(run: Run) -> None:
+    """The simulations, the method's agent (its contract checked: exit 2 naming what it lacks), and the run's own
+    per-seed state and counters at their initial values."""
+    args, num_seeds = run.args, len(run.seeds)
     # Simulations: seed k's training env i is simulation k * num_envs + i, reset first with seed + i; its evaluation
     # episode i is simulation k * eval_episodes + i of a second batch, reset with seed + 100 + i (paper, Appendix B)
     run.env = make_env(args, num_seeds * args.num_envs)
     run.eval_env = make_env(args, num_seeds * args.eval_episodes)
     run.sims = np.arange(run.env.num_sims).reshape(num_seeds, args.num_envs)
-    run.obs_dim = obs_dim = run.env.observation_dim
-    run.action_dim = action_dim = run.env.action_dim
+    run.obs_dim, run.action_dim = run.env.observation_dim, run.env.action_dim
     run.action_low, run.action_high = run.env.single_action_space.low, run.env.single_action_space.high
 
-    run.agent = make_agent(args, obs_dim, action_dim, run.generators, device)
+    run.agent = make_agent(args, run.obs_dim, run.action_dim, run.generators, run.device)
     missing = [name for name in AGENT_FIELDS if name not in vars(run.agent)]
     missing += [f"{name}.hidden_activations" for name in ("actor", "critic")
                 if name in vars(run.agent) and not hasattr(getattr(run.agent, name), "hidden_activations")]
@@ -1401,7 +1484,7 @@ def start_run(args: Args, argv: list, notes: tuple = ()) -> Run:
         print(f"error: make_agent's Agent lacks {', '.join(missing)}, which the plumbing uses (the contract in the "
               "marker comment)", file=sys.stderr)
         sys.exit(EXIT_INVALID_CONFIG)
-    run.obs_rms = RunningMeanStd(num_seeds, (obs_dim,))
+    run.obs_rms = RunningMeanStd(num_seeds, (run.obs_dim,))
     # Per-environment episode state, (seeds, envs) (kept here, not in wrappers, so that it can be checkpointed)
     run.episode_return = np.zeros((num_seeds, args.num_envs))
     run.episode_length = np.zeros((num_seeds, args.num_envs), dtype=np.int64)
@@ -1409,8 +1492,14 @@ def start_run(args: Args, argv: list, notes: tuple = ()) -> Run:
     run.nonfinite_skips_total = np.zeros(num_seeds, np.int64)
     run.consecutive_nonfinite = np.zeros(num_seeds, np.int64)
     run.timers = {"wall": 0.0, "eval": 0.0, "plasticity": 0.0}  # seconds, accumulated over resumed sessions
-    run.saved_states, run.saved_state_steps = [[] for _ in seeds], [[] for _ in seeds]
+    run.saved_states, run.saved_state_steps = [[] for _ in run.seeds], [[] for _ in run.seeds]
 
+
+def restore_or_reset(run: Run) -> bool:
+    """Resume every seed from its checkpoint when all have one at a common step (rows logged after it are dropped,
+    to be logged again identically), else reset the simulations (and remove what an attempt that never wrote a
+    checkpoint left). Unresumable checkpoints are refused (exit 2) unless --overwrite. Returns whether it resumed."""
+    args, seeds = run.args, run.seeds
     checkpoints = group_checkpoints([run.run_dirs[seed] for seed in seeds])
     unusable = [run.run_dirs[seed] for seed in seeds if not load_checkpoints(run.run_dirs[seed]) and any(
         os.path.exists(os.path.join(run.run_dirs[seed], name)) for name in ("checkpoint.pt", "checkpoint.prev.pt"))]
@@ -1425,7 +1514,7 @@ def start_run(args: Args, argv: list, notes: tuple = ()) -> Run:
                 if name in ("evaluations.csv", "plasticity.csv", "states.npz") or name.startswith("events.out.tfevents"):
                     os.remove(os.path.join(run.run_dirs[seed], name))
         run.raw_obs = run.env.reset(None, [seed + i for seed in seeds for i in range(args.num_envs)]).reshape(
-            num_seeds, args.num_envs, obs_dim)
+            len(seeds), args.num_envs, run.obs_dim)
         run.obs_rms.update(run.raw_obs)
     else:
         run.raw_obs = None
@@ -1440,18 +1529,25 @@ def start_run(args: Args, argv: list, notes: tuple = ()) -> Run:
                     run.saved_states[k] = [saved["observations"][keep]]
                     run.saved_state_steps[k] = [saved["global_steps"][keep]]
     run.env.set_task(None, run.task_index)
+    return checkpoints is not None
 
+
+def open_outputs(run: Run, resumed: bool) -> None:
+    """Each seed's config.json, W&B (--track), TensorBoard writer (a resumed run purges the points logged after its
+    checkpoint), evaluations.csv and plasticity.csv (appended to)."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    args, seeds = run.args, run.seeds
     for seed in seeds:
         with open(os.path.join(run.run_dirs[seed], "config.json"), "w") as f:
             json.dump({"args": run.config_args[seed], "script": os.path.basename(__file__), "method": method_name(args),
-                       "run_name": run_names[seed], "num_tasks": num_tasks, "total_steps": run.total_steps,
-                       "schedule": [str(p) for p in schedule[:num_tasks]], **run_metadata()}, f, indent=2)
+                       "run_name": run.run_names[seed], "num_tasks": run.num_tasks, "total_steps": run.total_steps,
+                       "schedule": [str(p) for p in run.schedule[: run.num_tasks]], **run_metadata()}, f, indent=2)
     if args.track:  # one seed (validate_args); before the SummaryWriters, which wandb's TensorBoard sync patches
-        start_wandb(args, run.run_dirs[seeds[0]], run_names[seeds[0]], run.config_args[seeds[0]])
-    # purge_step drops TensorBoard points logged after the checkpoint, so a resumed run has no duplicates
-    run.writers = [SummaryWriter(run.run_dirs[seed], purge_step=run.global_step if checkpoints else None)
+        start_wandb(args, run.run_dirs[seeds[0]], run.run_names[seeds[0]], run.config_args[seeds[0]])
+    run.writers = [SummaryWriter(run.run_dirs[seed], purge_step=run.global_step if resumed else None)
                    for seed in seeds]
-    if checkpoints is None:
+    if not resumed:
         for seed, writer in zip(seeds, run.writers):
             writer.add_text("hyperparameters", "|param|value|\n|-|-|\n" + "\n".join(
                 f"|{k}|{v}|" for k, v in run.config_args[seed].items()))
@@ -1465,21 +1561,32 @@ def start_run(args: Args, argv: list, notes: tuple = ()) -> Run:
     run.last_eval_return = np.array([last_logged_return(os.path.join(run.run_dirs[seed], "evaluations.csv"))
                                      for seed in seeds], dtype=float)
 
+
+def print_header(run: Run, notes: tuple, resumed: bool) -> None:
+    """What runs where: method, setting, schedule, seeds, device, threads, the method's notes, the directories."""
+    args, seeds, device = run.args, run.seeds, run.device
     print(f"{method_name(args)} on {args.env_id} {args.experiment}"
-          f"{'' if args.experiment == 'none' else '/' + args.strategy}: {num_tasks} task(s) x "
-          f"{args.steps_per_task} steps, seed{'s' if num_seeds > 1 else ''} {', '.join(map(str, seeds))} on {device}"
+          f"{'' if args.experiment == 'none' else '/' + args.strategy}: {run.num_tasks} task(s) x "
+          f"{args.steps_per_task} steps, seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds))} on {device}"
           f"{'' if device.type == 'cuda' or not torch.cuda.is_available() else ' (CUDA from --num-seeds ' + str(CUDA_MIN_SEEDS) + ' or with --cuda)'}")
-    print(f"  task schedule: {'; '.join(run.env.task_description(i) for i in range(num_tasks))}")
+    print(f"  task schedule: {'; '.join(run.env.task_description(i) for i in range(run.num_tasks))}")
     print(f"  simulations: {run.env.num_sims} training on {run.env.nthread} thread(s), {run.eval_env.num_sims} "
           f"evaluation on {run.eval_env.nthread}")
     for note in notes:
         print(f"  {note}")
     for seed in seeds:
         print(f"  writes {run.run_dirs[seed]}")
-    if checkpoints:
+    if resumed:
         for seed in seeds:
             print(f"resuming {run.run_dirs[seed]} from global_step {run.global_step} (task {run.task_index})")
 
+
+def start_session(run: Run, resumed: bool) -> None:
+    """This process's session: the stop signals, the rollout buffers, the evaluations and checkpoints still due,
+    the clocks and the progress bar; evaluates step 0 of a fresh run."""
+    from tqdm import tqdm
+
+    args, num_seeds = run.args, len(run.seeds)
     # SIGTERM (SLURM preemption) and SIGINT (Ctrl-C) stop the run at the next update boundary with a checkpoint
     run.stop_signal = []
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -1488,13 +1595,13 @@ def start_run(args: Args, argv: list, notes: tuple = ()) -> Run:
     # Rollout buffers live on the CPU during the rollout (one copy to the device per update), (seeds, T, envs, ...)
     shape = (num_seeds, args.num_steps, args.num_envs)
     run.buffers = SimpleNamespace(
-        obs=np.zeros((*shape, obs_dim), np.float32), next_obs=np.zeros((*shape, obs_dim), np.float32),
-        actions=np.zeros((*shape, action_dim), np.float32), rewards=np.zeros(shape, np.float32),
+        obs=np.zeros((*shape, run.obs_dim), np.float32), next_obs=np.zeros((*shape, run.obs_dim), np.float32),
+        actions=np.zeros((*shape, run.action_dim), np.float32), rewards=np.zeros(shape, np.float32),
         raw_rewards=np.zeros(shape, np.float32),
         terminations=np.zeros(shape, np.float32), dones=np.zeros(shape, np.float32))
-    run.seed_rows = torch.arange(num_seeds, device=device)[:, None]  # gathers each seed's own minibatch
+    run.seed_rows = torch.arange(num_seeds, device=run.device)[:, None]  # gathers each seed's own minibatch
 
-    run.eval_points = [s for s in evaluation_steps(args.steps_per_task, num_tasks, args.eval_frequency)
+    run.eval_points = [s for s in evaluation_steps(args.steps_per_task, run.num_tasks, args.eval_frequency)
                        if s > run.global_step]
     run.session_start, run.session_start_step = time.perf_counter(), run.global_step
     run.session_timers_start = dict(run.timers)
@@ -1502,12 +1609,11 @@ def start_run(args: Args, argv: list, notes: tuple = ()) -> Run:
     # tqdm's bar (disable=None) is off when stderr is not a terminal; the log lines then carry the progress
     run.log_progress = not sys.stderr.isatty()
     run.progress_mark = (run.session_start, run.global_step)
-    if checkpoints is None:
+    if not resumed:
         evaluate(run, 0)
     run.progress = tqdm(total=run.total_steps, initial=run.global_step, unit="step", dynamic_ncols=True, disable=None)
     run.obs = run.obs_rms.normalize(run.raw_obs, args.normalization_clip)
     run.next_checkpoint = run.global_step + args.checkpoint_frequency if args.checkpoint_frequency else math.inf
-    return run
 
 
 def wandb_run_id(run_dir: str) -> str:
