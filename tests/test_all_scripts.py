@@ -6,20 +6,19 @@ evaluation protocol, reproducibility, checkpoint/resume, preemption, bad input a
 
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
 import torch
 
 import golden_outputs
-from tiny_run import REPO_ROOT, TINY_EVALUATION_STEPS, TINY_FLAGS, read_csv, run_script
+from tiny_run import REPO_ROOT, TINY_EVALUATION_STEPS, TINY_FLAGS, read_csv, run_script, run_until_checkpoint_then_stop
 
-sys.path.insert(0, os.path.join(REPO_ROOT, "scripts"))
-import sync_plumbing  # noqa: E402
+# as scripts.sync_plumbing, not with scripts/ on sys.path: there scripts/coverage.py would shadow the `coverage`
+# package that numba (imported by umap in tests/test_coverage.py) probes for
+from scripts import sync_plumbing  # noqa: E402
 
 
 def is_complete_script(script: str) -> bool:
@@ -159,15 +158,9 @@ def test_preempted_and_resumed_run_equals_straight_run(script, tmp_path):
     assert straight.returncode == 0, straight.stderr[-3000:]
 
     interrupted = tmp_path / "interrupted"
-    command = [sys.executable, os.path.join(REPO_ROOT, script), "--run-dir", str(interrupted / "seed{seed}"),
-               *TINY_FLAGS, *flags]
-    process = subprocess.Popen(command, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 120
-    while not (interrupted / "seed2" / "checkpoint.pt").exists() and time.time() < deadline and process.poll() is None:
-        time.sleep(0.05)
-    process.send_signal(signal.SIGTERM)
-    stdout, stderr = process.communicate(timeout=120)
-    assert process.returncode == 75, (stdout[-2000:], stderr[-2000:])
+    stopped = run_until_checkpoint_then_stop(script, interrupted / "seed{seed}", interrupted / "seed2" / "checkpoint.pt",
+                                             *flags)
+    assert stopped.returncode == 75, (stopped.stdout[-2000:], stopped.stderr[-2000:])
     assert not (interrupted / "seed1" / "summary.json").exists()
     stopped_at = torch.load(interrupted / "seed1" / "checkpoint.pt", weights_only=False)["global_step"]
     assert 0 < stopped_at < 1024

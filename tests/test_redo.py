@@ -3,10 +3,8 @@
 import dataclasses
 import math
 import os
-import signal
 import subprocess
 import sys
-import time
 from types import SimpleNamespace
 
 import numpy as np
@@ -16,7 +14,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 import plasticity_metrics
 import ppo_redo_continuous as redo
-from tiny_run import REPO_ROOT, TINY_EVALUATION_STEPS, TINY_FLAGS, read_csv, run_script
+from tiny_run import REPO_ROOT, TINY_EVALUATION_STEPS, read_csv, run_script, run_until_checkpoint_then_stop
 
 OBS_DIM, ACTION_DIM, HIDDEN = 5, 2, 16
 SCRIPT = "ppo_redo_continuous.py"
@@ -276,15 +274,9 @@ def test_preempted_and_resumed_run_equals_straight_run_through_recycles(tmp_path
     assert straight.returncode == 0, straight.stderr[-3000:]
 
     interrupted = tmp_path / "interrupted"
-    command = [sys.executable, os.path.join(REPO_ROOT, SCRIPT), "--run-dir", str(interrupted / "seed{seed}"),
-               *TINY_FLAGS, *flags]
-    process = subprocess.Popen(command, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 120
-    while not (interrupted / "seed2" / "checkpoint.pt").exists() and time.time() < deadline and process.poll() is None:
-        time.sleep(0.05)
-    process.send_signal(signal.SIGTERM)
-    stdout, stderr = process.communicate(timeout=120)
-    assert process.returncode == 75, (stdout[-2000:], stderr[-2000:])
+    stopped = run_until_checkpoint_then_stop(SCRIPT, interrupted / "seed{seed}", interrupted / "seed2" / "checkpoint.pt",
+                                             *flags)
+    assert stopped.returncode == 75, (stopped.stdout[-2000:], stopped.stderr[-2000:])
     stopped_at = torch.load(interrupted / "seed1" / "checkpoint.pt", weights_only=False)["global_step"]
     assert 0 < stopped_at < 1024 - 128  # at least one more update, so recycles, after the resume
 

@@ -5,14 +5,11 @@ No network: WANDB_MODE=offline writes the W&B run into <run_dir>/wandb/offline-r
 """
 
 import os
-import signal
-import subprocess
 import sys
-import time
 
 import pytest
 
-from tiny_run import REPO_ROOT, TINY_FLAGS, run_script
+from tiny_run import REPO_ROOT, run_script, run_until_checkpoint_then_stop
 
 pytest.importorskip("wandb")
 sys.path.insert(0, REPO_ROOT)
@@ -54,16 +51,9 @@ def test_track_offline_syncs_tensorboard_and_resumes_into_the_same_wandb_run(tmp
     run_dir.mkdir()
     (run_dir / "wandb_id.txt").write_text("")  # the directory an earlier, failed start left behind
     flags = ["--track", "--checkpoint-frequency", "128", "--steps-per-task", "512"]
-    env = {**os.environ, **offline_env(tmp_path)}
-    process = subprocess.Popen([sys.executable, os.path.join(REPO_ROOT, SCRIPT), "--run-dir", str(run_dir),
-                                *TINY_FLAGS, *flags], cwd=REPO_ROOT, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True, env=env)
-    deadline = time.time() + 180
-    while not (run_dir / "checkpoint.pt").exists() and time.time() < deadline and process.poll() is None:
-        time.sleep(0.05)
-    process.send_signal(signal.SIGTERM)
-    stdout, stderr = process.communicate(timeout=180)
-    assert process.returncode == 75, (stdout[-2000:], stderr[-2000:])
+    stopped = run_until_checkpoint_then_stop(SCRIPT, run_dir, run_dir / "checkpoint.pt", *flags,
+                                             env=offline_env(tmp_path), timeout=180)
+    assert stopped.returncode == 75, (stopped.stdout[-2000:], stopped.stderr[-2000:])
     wandb_id = (run_dir / "wandb_id.txt").read_text()
     assert len(wandb_id) == 8
 

@@ -2,8 +2,10 @@
 
 import csv
 import os
+import signal
 import subprocess
 import sys
+import time
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -29,6 +31,22 @@ def run_script(script: str, run_dir, *extra_flags, tiny: bool = True, timeout: f
     command += list(TINY_FLAGS if tiny else ()) + [str(flag) for flag in extra_flags]
     return subprocess.run(command, cwd=str(repo_root), capture_output=True, text=True, timeout=timeout,
                           env={**os.environ, **(env or {})})
+
+
+def run_until_checkpoint_then_stop(script: str, run_dir, checkpoint, *extra_flags, env=None,
+                                   timeout: float = 120) -> subprocess.CompletedProcess:
+    """Start ``script`` with the tiny flags, send SIGTERM once ``checkpoint`` (a path) exists, wait for it to stop
+    (it writes a checkpoint and exits 75): the preemption that SLURM or Ctrl-C causes, at a known point."""
+    command = [sys.executable, os.path.join(REPO_ROOT, script), "--run-dir", str(run_dir), *TINY_FLAGS,
+               *[str(flag) for flag in extra_flags]]
+    process = subprocess.Popen(command, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env={**os.environ, **(env or {})})
+    deadline = time.time() + timeout
+    while not os.path.exists(checkpoint) and time.time() < deadline and process.poll() is None:
+        time.sleep(0.05)
+    process.send_signal(signal.SIGTERM)
+    stdout, stderr = process.communicate(timeout=timeout)
+    return subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
 
 
 def read_csv(path) -> list:

@@ -5,6 +5,8 @@
 #   bash docs/paper_length/launch.sh            # start (or resume) every unfinished run, in the background
 #   bash docs/paper_length/launch.sh --status   # steps done per run, nothing started
 #   bash docs/paper_length/launch.sh --stop     # SIGTERM: every run writes a checkpoint and exits 75
+#   bash docs/paper_length/launch.sh --collect  # copy each run's small outputs (config.json, evaluations.csv,
+#                                               # plasticity.csv, summary.json) into docs/paper_length/runs/ to commit
 #
 # Every session that works on issue 23 starts by running it. The runs live outside the work tree, in $ROOT
 # (default /work/paper_length), and run the code of one pinned commit, cloned into $ROOT/code, so later commits
@@ -44,11 +46,20 @@ PY
 
 case ${1:-} in
     --status) status; exit 0 ;;
+    --collect)
+        dest="$REPO/docs/paper_length/runs"
+        (cd "$RUNS" && find . -name config.json -printf '%h\n') | while read -r run; do
+            mkdir -p "$dest/$run"
+            for name in config.json evaluations.csv plasticity.csv summary.json; do
+                [[ -f $RUNS/$run/$name ]] && cp "$RUNS/$run/$name" "$dest/$run/$name"
+            done
+        done
+        echo "copied into $dest"; exit 0 ;;
     --stop)
         pkill -TERM -f "^bash $ROOT/code/scripts/sweep.sh" || echo "no sweep running"
         exit 0 ;;
     "") ;;
-    *) echo "usage: $0 [--status | --stop]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--status | --stop | --collect]" >&2; exit 2 ;;
 esac
 
 if pgrep -f "^bash $ROOT/code/scripts/sweep.sh" >/dev/null; then
