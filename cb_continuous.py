@@ -5,10 +5,10 @@ loss-of-plasticity: PPO plus generate-and-test on every hidden layer and L2 regu
 "CB details"; docs/baselines.md). This file is the PPO template, ppo_continuous.py, with the method's changes, each
 marked ``# CB:`` (``diff ppo_continuous.py cb_continuous.py`` shows the method).
 
-Read top to bottom: the flags, the networks, the math, then the phases of one iteration (advantages, update
-with the loss of one minibatch, logging) and a short main. Below the marker line is the plumbing that all five
-scripts share byte for byte (seeds, environments, evaluation, checkpoints, outputs, command line):
-docs/reading-guide.md says what is where.
+Read top to bottom: the flags, the networks, the policy and its rewards, the math, then the phases of one
+iteration (advantages, update with the loss of one minibatch, logging) and a short main. Below the marker line is
+the plumbing that every *_continuous.py shares byte for byte (seeds, environments, evaluation, checkpoints,
+outputs, command line): docs/reading-guide.md says what is where and how to add a method.
 """
 
 import contextlib

@@ -5,10 +5,10 @@ Inverse-Gamma value, trained on the Student-t NLL with hyperpriors), probabilist
 A + kappa sqrt(var[A]). This file is ppo_continuous.py with every change marked ``# EPPO:``, so that
 `diff ppo_continuous.py eppo_continuous.py` is the method; docs/eppo.md explains each change and the evidential/ tags.
 
-Read top to bottom: the flags, the networks, the math, then the phases of one iteration (advantages, update
-with the loss of one minibatch, logging) and a short main. Below the marker line is the plumbing that all five
-scripts share byte for byte (seeds, environments, evaluation, checkpoints, outputs, command line):
-docs/reading-guide.md says what is where.
+Read top to bottom: the flags, the networks, the policy and its rewards, the math, then the phases of one
+iteration (advantages, update with the loss of one minibatch, logging) and a short main. Below the marker line is
+the plumbing that every *_continuous.py shares byte for byte (seeds, environments, evaluation, checkpoints,
+outputs, command line): docs/reading-guide.md says what is where and how to add a method.
 """
 
 import contextlib

@@ -4,10 +4,10 @@ Paper: "Evidential Proximal Policy Optimization", Algorithm 1 (in black) and App
 CleanRL's reference: https://docs.cleanrl.dev/rl-algorithms/ppo/#ppo_continuous_actionpy; what differs from it
 and why: docs/ppo.md. The template every other script copies: `diff ppo_continuous.py X_continuous.py` is method X.
 
-Read top to bottom: the flags, the networks, the math, then the phases of one iteration (advantages, update
-with the loss of one minibatch, logging) and a short main. Below the marker line is the plumbing that all five
-scripts share byte for byte (seeds, environments, evaluation, checkpoints, outputs, command line):
-docs/reading-guide.md says what is where.
+Read top to bottom: the flags, the networks, the policy and its rewards, the math, then the phases of one
+iteration (advantages, update with the loss of one minibatch, logging) and a short main. Below the marker line is
+the plumbing that every *_continuous.py shares byte for byte (seeds, environments, evaluation, checkpoints,
+outputs, command line): docs/reading-guide.md says what is where and how to add a method.
 """
 
 import contextlib

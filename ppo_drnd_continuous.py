@@ -4,10 +4,10 @@ Paper: Yang et al., 2024, "Exploration and Anti-Exploration with Distributional 
 configured as in the EPPO paper (Appendix B, "PPO_DRND details"). This file is ppo_continuous.py (the template) plus
 the changes marked ``# DRND:``; the method, its choices and its outputs: docs/baselines.md.
 
-Read top to bottom: the flags, the networks, the math, then the phases of one iteration (advantages, update
-with the loss of one minibatch, logging) and a short main. Below the marker line is the plumbing that all five
-scripts share byte for byte (seeds, environments, evaluation, checkpoints, outputs, command line):
-docs/reading-guide.md says what is where.
+Read top to bottom: the flags, the networks, the policy and its rewards, the math, then the phases of one
+iteration (advantages, update with the loss of one minibatch, logging) and a short main. Below the marker line is
+the plumbing that every *_continuous.py shares byte for byte (seeds, environments, evaluation, checkpoints,
+outputs, command line): docs/reading-guide.md says what is where and how to add a method.
 """
 
 import contextlib
