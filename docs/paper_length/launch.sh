@@ -6,7 +6,7 @@
 #   bash docs/paper_length/launch.sh --status   # steps done per run, nothing started
 #   bash docs/paper_length/launch.sh --stop     # SIGTERM: every run writes a checkpoint and exits 75
 #   bash docs/paper_length/launch.sh --collect  # copy each run's small outputs (config.json, evaluations.csv,
-#                                               # plasticity.csv, summary.json) into docs/paper_length/runs/ to commit
+#                                               # plasticity.csv, summary.json) into docs/paper_length/outputs/ to commit
 #
 # Every session that works on issue 23 starts by running it. The runs live outside the work tree, in $ROOT
 # (default /work/paper_length), and run the code of one pinned commit, cloned into $ROOT/code, so later commits
@@ -47,7 +47,7 @@ PY
 case ${1:-} in
     --status) status; exit 0 ;;
     --collect)
-        dest="$REPO/docs/paper_length/runs"
+        dest="$REPO/docs/paper_length/outputs"
         (cd "$RUNS" && find . -name config.json -printf '%h\n') | while read -r run; do
             mkdir -p "$dest/$run"
             for name in config.json evaluations.csv plasticity.csv summary.json; do

@@ -1,0 +1,201 @@
+"""Every table and figure of the paper-length comparison (issue 23) from the runs' small outputs.
+
+    python docs/paper_length/analyze.py docs/paper_length/outputs/paralysis/Ant/back-one [--up-to STEP] [--plot F.png]
+
+Reads SETTING_DIR/{PPO,EPPO_ind}/seed<N>/ (config.json, evaluations.csv, plasticity.csv; copied there by
+`launch.sh --collect`). Every run is cut at the same step: --up-to, or else the last evaluation step every run has
+reached, so that unfinished runs compare the same stretch of training; the header says which (no verdict is drawn
+from unfinished runs: docs/paper_length/README.md). Prints, in Markdown:
+1. AULC and Final Return per method: mean ± standard error over seeds, the paper's one-sided paired t-test over
+   seeds both ways, IQM with its 95% bootstrap interval (scripts/summarize.py's estimators), every seed, and the
+   paper's numbers beside them (scripts/paper_results.csv);
+2. AULC per task (the evaluations that measure that task): is a lead made in the first task or after each change?
+3. the plasticity metrics (plasticity.csv) at every task end, both networks, mean ± se over seeds;
+4. the return of standing still (the step-0 evaluation: an untrained policy keeps the robot upright and still,
+   about 990 on Ant) and, per seed, the first evaluation step above it and the fraction of evaluations above it.
+With --plot: every seed's curve (thin) and the mean (thick) per method, with the task changes.
+"""
+
+import argparse
+import csv
+import json
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+from scripts import runlist, summarize  # noqa: E402
+
+METHODS = ("PPO", "EPPO_ind")
+PLASTICITY_METRICS = ("effective_rank", "stable_rank", "dormant_percent")
+
+
+def load(setting_dir: str) -> dict:
+    """method -> seed -> (run_dir, evaluations, steps_per_task, num_tasks)."""
+    runs = {}
+    for method in METHODS:
+        directory = os.path.join(setting_dir, method)
+        for name in sorted(os.listdir(directory)) if os.path.isdir(directory) else []:
+            run_dir = os.path.join(directory, name)
+            if not os.path.exists(os.path.join(run_dir, "evaluations.csv")):
+                continue
+            with open(os.path.join(run_dir, "config.json")) as f:
+                config = json.load(f)
+            evaluations = summarize.read_evaluations(os.path.join(run_dir, "evaluations.csv"))
+            if evaluations:
+                runs.setdefault(method, {})[config["args"]["seed"]] = (
+                    run_dir, evaluations, config["args"]["steps_per_task"], config["num_tasks"])
+    missing = [method for method in METHODS if method not in runs]
+    if missing:
+        raise SystemExit(f"error: {setting_dir} has no runs of {', '.join(missing)}")
+    return runs
+
+
+def cut(evaluations: list, up_to: int) -> list:
+    return [e for e in evaluations if e.global_step <= up_to]
+
+
+def task_aulcs(evaluations: list, steps_per_task: int, up_to: int) -> list:
+    """AULC of each task reached: the mean return of the evaluations that measure it (the task column)."""
+    tasks = sorted({e.task for e in cut(evaluations, up_to)})
+    return [float(np.mean([e.return_mean for e in cut(evaluations, up_to) if e.task == task])) for task in tasks]
+
+
+def standing_still(evaluations: list, up_to: int) -> tuple:
+    """(step-0 return, first step above it or None, fraction of the later evaluations above it)."""
+    kept = cut(evaluations, up_to)
+    baseline = kept[0].return_mean
+    later = [e for e in kept if e.global_step > 0]
+    above = [e.global_step for e in later if e.return_mean > baseline]
+    return baseline, (above[0] if above else None), (len(above) / len(later) if later else float("nan"))
+
+
+def plasticity_at_task_ends(run_dir: str, up_to: int) -> dict:
+    """(task end step, network, metric) -> value, step 0 included (the initial networks)."""
+    with open(os.path.join(run_dir, "plasticity.csv"), newline="") as f:
+        return {(int(row["global_step"]), row["network"], metric): float(row[metric])
+                for row in csv.DictReader(f) if int(row["global_step"]) <= up_to for metric in PLASTICITY_METRICS}
+
+
+def fmt(values) -> str:
+    mean, se = summarize.mean_se(values)
+    return f"{mean:,.0f} ± {se:,.0f}" if len(values) > 1 else f"{mean:,.0f}"
+
+
+def p_text(better: dict, worse: dict) -> str:
+    p, n = summarize.paired_pvalue(better, worse)
+    return f"{p:.3f} (n {n})"
+
+
+def report(setting_dir: str, up_to=None, plot_path=None) -> int:
+    runs = load(setting_dir)
+    reached = min(run[1][-1].global_step for by_seed in runs.values() for run in by_seed.values())
+    total = max(run[2] * run[3] for by_seed in runs.values() for run in by_seed.values())
+    up_to = reached if up_to is None else up_to
+    if up_to > reached:
+        raise SystemExit(f"error: --up-to {up_to} is beyond the step every run has reached ({reached})")
+    steps_per_task = next(iter(runs["PPO"].values()))[2]
+    tasks_ended = up_to // steps_per_task
+    parts = os.path.normpath(setting_dir).split(os.sep)[-3:]
+    setting = runlist.Setting(*parts)
+    print(f"### {setting}: cut at step {up_to:,} of {total:,} per seed "
+          + ("(every run complete)" if up_to == total else f"(UNFINISHED: {tasks_ended} of 9 tasks ended; no verdict)"))
+
+    metrics = {method: {seed: (summarize.aulc(cut(run[1], up_to)),
+                               summarize.final_return(cut(run[1], up_to), steps_per_task, tasks_ended)
+                               if tasks_ended else float("nan"))
+                        for seed, run in by_seed.items()} for method, by_seed in runs.items()}
+    paper = summarize.read_paper_results()
+    for index, (name, paper_key) in enumerate((("AULC", "aulc"), (f"Final Return ({tasks_ended} task ends)", "final_return"))):
+        if index == 1 and not tasks_ended:
+            break
+        print(f"\n#### {name}\n")
+        print("| method | n | mean ± se | IQM [95% bootstrap] | p (> the other, one-sided paired) | paper (15 seeds) | per seed |")
+        print("|---|---:|---|---|---|---|---|")
+        for method, other in zip(METHODS, reversed(METHODS)):
+            values = {seed: m[index] for seed, m in metrics[method].items()}
+            others = {seed: m[index] for seed, m in metrics[other].items()}
+            point, low, high = summarize.bootstrap_interval([list(values.values())])
+            paper_value = paper.get((paper_key, setting, method))
+            paper_text = f"{paper_value[0]:,.0f} ± {paper_value[1]:,.0f}" if paper_value else ""
+            seeds = ", ".join(f"{seed}: {values[seed]:,.0f}" for seed in sorted(values))
+            print(f"| {method} | {len(values)} | {fmt(list(values.values()))} | {point:,.0f} [{low:,.0f}, {high:,.0f}] "
+                  f"| {p_text(values, others)} | {paper_text} | {seeds} |")
+
+    print("\n#### AULC per task (mean ± se over seeds; p: EPPO_ind > PPO, one-sided paired)\n")
+    per_task = {method: {seed: task_aulcs(run[1], steps_per_task, up_to) for seed, run in by_seed.items()}
+                for method, by_seed in runs.items()}
+    num_tasks = min(len(values) for by_seed in per_task.values() for values in by_seed.values())
+    print("| task | " + " | ".join(METHODS) + " | p |")
+    print("|---:|" + "---|" * (len(METHODS) + 1))
+    for task in range(num_tasks):
+        cells = {method: {seed: values[task] for seed, values in per_task[method].items()} for method in METHODS}
+        print(f"| {task} | " + " | ".join(fmt(list(cells[m].values())) for m in METHODS)
+              + f" | {p_text(cells['EPPO_ind'], cells['PPO'])} |")
+
+    print("\n#### Plasticity at every task end (mean ± se over seeds; step 0: the initial networks)\n")
+    values = {method: [plasticity_at_task_ends(run[0], up_to) for run in by_seed.values()]
+              for method, by_seed in runs.items()}
+    ends = sorted({key[0] for per_run in values.values() for run in per_run for key in run})
+    print("| step | network | " + " | ".join(f"{m} {metric}" for metric in PLASTICITY_METRICS for m in METHODS) + " |")
+    print("|---:|---|" + "---|" * (len(METHODS) * len(PLASTICITY_METRICS)))
+    for step in ends:
+        for network in ("critic", "actor"):
+            row = []
+            for metric in PLASTICITY_METRICS:
+                for method in METHODS:
+                    found = [run[(step, network, metric)] for run in values[method] if (step, network, metric) in run]
+                    mean, se = summarize.mean_se(found) if found else (float("nan"), float("nan"))
+                    row.append(f"{mean:.1f} ± {se:.1f}")
+            print(f"| {step:,} | {network} | " + " | ".join(row) + " |")
+
+    print("\n#### Above the return of standing still (the step-0 evaluation)\n")
+    print("| method | seed | step-0 return | first step above it | share of evaluations above it |")
+    print("|---|---:|---:|---:|---:|")
+    for method, by_seed in runs.items():
+        for seed, run in sorted(by_seed.items()):
+            baseline, first, share = standing_still(run[1], up_to)
+            print(f"| {method} | {seed} | {baseline:,.0f} | {'never' if first is None else f'{first:,}'} | {share:.0%} |")
+
+    if plot_path:
+        plot(runs, up_to, steps_per_task, plot_path, f"{setting}, up to step {up_to:,}")
+    return 0
+
+
+def plot(runs: dict, up_to: int, steps_per_task: int, path: str, title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axis = plt.subplots(figsize=(9, 4.5))
+    for color, (method, by_seed) in zip(("tab:blue", "tab:red"), runs.items()):
+        curves = [[(e.global_step, e.return_mean) for e in cut(run[1], up_to)] for run in by_seed.values()]
+        for curve in curves:
+            axis.plot(*zip(*curve), color=color, alpha=0.3, linewidth=0.8)
+        length = min(len(curve) for curve in curves)
+        steps = [step for step, _ in curves[0][:length]]
+        axis.plot(steps, np.mean([[r for _, r in curve[:length]] for curve in curves], axis=0), color=color,
+                  linewidth=2.2, label=f"{method} (n = {len(curves)})")
+    for boundary in range(steps_per_task, up_to, steps_per_task):
+        axis.axvline(boundary, color="gray", linestyle=":", linewidth=0.8)
+    axis.set(xlabel="environment steps", ylabel="evaluation return", title=title)
+    axis.grid(alpha=0.3)
+    axis.legend(fontsize=8)
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    print(f"\nwrote {path}")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("setting_dir", help="e.g. docs/paper_length/outputs/paralysis/Ant/back-one")
+    parser.add_argument("--up-to", type=int, help="cut every run at this step (default: the common last step)")
+    parser.add_argument("--plot", help="also draw the curves into this image file")
+    args = parser.parse_args(argv)
+    return report(args.setting_dir, args.up_to, args.plot)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,57 @@
+"""docs/paper_length/analyze.py (issue 23's tables) on synthetic run directories with known answers."""
+
+import importlib.util
+import os
+
+from fake_algorithm import write_run
+from tiny_run import REPO_ROOT
+
+spec = importlib.util.spec_from_file_location("paper_length_analyze",
+                                              os.path.join(REPO_ROOT, "docs", "paper_length", "analyze.py"))
+analyze = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(analyze)
+
+
+def write_setting(root, finished=True, num_tasks=3):
+    """PPO returns 100 + seed on every evaluation but step 0 (990, standing still); EPPO_ind returns 100 + seed in
+    task 0 and 1,000 + seed after it, so it leads only after the first change and is above 990 from task 1 on."""
+    setting_dir = root / "paralysis" / "Ant" / "back-one"
+    for seed in (1, 2, 3):
+        for method, later in (("PPO", 100), ("EPPO_ind", 1000)):
+            write_run(str(setting_dir / method / f"seed{seed}"), method=method, env_id="Ant-v5", seed=seed,
+                      steps_per_task=100, num_tasks=num_tasks, eval_frequency=50, finished=finished,
+                      returns=lambda step, task, later=later, seed=seed: 990.0 if step == 0 else
+                      (100.0 + seed if task == 0 else later + seed),
+                      plasticity=lambda step, network, seed=seed: (10.0 + seed, 5.0, 1.0 if network == "critic" else 0.0))
+    return setting_dir
+
+
+def test_tables_of_a_complete_setting(tmp_path, capsys):
+    setting_dir = write_setting(tmp_path)
+    assert analyze.main([str(setting_dir)]) == 0
+    out = capsys.readouterr().out
+    assert "cut at step 300 of 300 per seed (every run complete)" in out
+    # AULC over steps 0, 50, 100 (task 0), 150, 200 (task 1), 250, 300 (task 2): PPO seed 1 = (990 + 6 * 101) / 7
+    assert "| PPO | 3 | 229 ± 0 | 229 [228, 230] | 1.000 (n 3) | 2,009 ± 312 | 1: 228, 2: 229, 3: 230 |" in out
+    # EPPO_ind seed 1: (990 + 2 * 101 + 4 * 1001) / 7 = 742
+    assert "| EPPO_ind | 3 | 743 ± 0 | 743 [742, 744] | 0.000 (n 3) | 2,724 ± 174 | 1: 742, 2: 743, 3: 744 |" in out
+    # Final Return: the returns at the 3 task ends, beside the paper's
+    assert "| EPPO_ind | 3 | 702 ± 1 | 702 [701, 703] | 0.000 (n 3) | 2,977 ± 169 |" in out
+    # per task: task 0 equal ((990 + 2 * 102) / 3 = 398, p 1.000), tasks 1 and 2 EPPO_ind ahead on every seed
+    assert "| 0 | 398 ± 0 | 398 ± 0 | 1.000 (n 3) |" in out
+    assert "| 1 | 102 ± 1 | 1,002 ± 1 | 0.000 (n 3) |" in out
+    # plasticity at every task end, both networks; standing still: EPPO_ind first above 990 at step 150
+    assert "| 300 | critic | 12.0 ± 0.6 | 12.0 ± 0.6 |" in out
+    assert "| EPPO_ind | 1 | 990 | 150 | 67% |" in out and "| PPO | 1 | 990 | never | 0% |" in out
+
+
+def test_unfinished_runs_are_cut_at_their_common_step_and_say_so(tmp_path, capsys):
+    setting_dir = write_setting(tmp_path, num_tasks=3)
+    # seed 2 of EPPO_ind has only reached step 150
+    path = setting_dir / "EPPO_ind" / "seed2" / "evaluations.csv"
+    rows = path.read_text().splitlines()
+    path.write_text("\n".join(row for row in rows if row.startswith("global_step") or int(row.split(",")[0]) <= 150) + "\n")
+    assert analyze.main([str(setting_dir)]) == 0
+    out = capsys.readouterr().out
+    assert "cut at step 150 of 300 per seed (UNFINISHED: 1 of 9 tasks ended; no verdict)" in out
+    assert "| 2 |" not in out.split("AULC per task")[1].split("Plasticity")[0]  # tasks 0 and 1 only
