@@ -376,3 +376,18 @@ def test_parse_errors_are_one_line_and_help_survives_a_closed_pipe(tmp_path):
                             stderr=subprocess.PIPE, text=True, timeout=120)
     os.close(write_end)
     assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
+
+
+def test_every_script_gives_the_plumbing_the_same_method_signatures():
+    """The contract of the marker comment: every script defines the functions the plumbing and main call, with the
+    template's parameters (a method changes what they do, not how they are called)."""
+    import importlib
+    import inspect
+
+    template = importlib.import_module("ppo_continuous")
+    assert "main" in template.METHOD_FUNCTIONS and len(template.METHOD_FUNCTIONS) == 12
+    for script in SCRIPTS:
+        module = importlib.import_module(script[: -len(".py")])
+        for name in template.METHOD_FUNCTIONS:
+            assert list(inspect.signature(getattr(module, name)).parameters) == \
+                list(inspect.signature(getattr(template, name)).parameters), (script, name)
