@@ -219,6 +219,9 @@ class Actor(nn.Module):
     hidden_activations = Critic.hidden_activations
 
 
+# ---- EPPO: the choices the paper leaves open (docs/eppo_open_choices.md; the flags' defaults are our readings) ----
+
+
 def evidence_transform(raw: torch.Tensor, transform: str = "softplus") -> torch.Tensor:
     """EPPO: the positivity transform of the head's nu, alpha - 1, beta outputs (--evidence-transform)."""
     if transform == "softplus":
@@ -240,6 +243,15 @@ def inverse_evidence_transform(value: float, transform: str = "softplus") -> flo
 def gamma_mode(shape: float, rate: float) -> float:
     """EPPO: the mode (shape - 1) / rate of Gam(shape, rate), for shape > 1 (4 for the paper's Gam(5, 1))."""
     return (shape - 1.0) / rate
+
+
+def hyperprior_weight(xi: float, reduction: str, minibatch_size: int) -> float:
+    """EPPO: the weight w in L = mean(NLL) + w mean(-log p(m)) (--hyperprior-reduction, docs/eppo_open_choices.md):
+    mean (Algorithm 1) xi, sum xi * M (the prior summed over the minibatch), once xi / M (once per minibatch)."""
+    weights = {"mean": xi, "sum": xi * minibatch_size, "once": xi / minibatch_size}
+    if reduction not in weights:
+        raise ValueError(f"unknown hyperprior reduction {reduction!r}; valid choices: mean, sum, once")
+    return weights[reduction]
 
 
 class EvidentialCritic(Critic):
@@ -367,18 +379,16 @@ def nig_nll(y: torch.Tensor, omega: torch.Tensor, nu: torch.Tensor, alpha: torch
 
 
 def nig_log_hyperprior(omega: torch.Tensor, nu: torch.Tensor, alpha: torch.Tensor, beta: torch.Tensor,
-                       omega_loc: float = 0.0, omega_scale: float = 100.0, nu_shape: float = 5.0, nu_rate: float = 1.0,
-                       alpha_shape: float = 5.0, alpha_rate: float = 1.0, beta_shape: float = 5.0,
-                       beta_rate: float = 1.0) -> torch.Tensor:
+                       prior: dict = HYPERPRIOR) -> torch.Tensor:
     """EPPO: log p(m) = log N(omega | loc, scale^2) + log Gam(nu) + log Gam(alpha - 1) + log Gam(beta), elementwise
     (Sec. 3.1; one term per parameter: Algorithm 1's log p(nu) twice and no log p(beta) read as a typo)."""
-    def gamma_log_pdf(x: torch.Tensor, shape: float, rate: float) -> torch.Tensor:
+    def gamma_log_pdf(x: torch.Tensor, name: str) -> torch.Tensor:
+        shape, rate = prior[f"{name}_shape"], prior[f"{name}_rate"]
         return shape * math.log(rate) - math.lgamma(shape) + (shape - 1.0) * torch.log(x) - rate * x
 
-    log_p_omega = (-0.5 * math.log(2.0 * math.pi) - math.log(omega_scale)
-                   - 0.5 * ((omega - omega_loc) / omega_scale).square())
-    return (log_p_omega + gamma_log_pdf(nu, nu_shape, nu_rate) + gamma_log_pdf(alpha - 1.0, alpha_shape, alpha_rate)
-            + gamma_log_pdf(beta, beta_shape, beta_rate))
+    log_p_omega = (-0.5 * math.log(2.0 * math.pi) - math.log(prior["omega_scale"])
+                   - 0.5 * ((omega - prior["omega_loc"]) / prior["omega_scale"]).square())
+    return log_p_omega + gamma_log_pdf(nu, "nu") + gamma_log_pdf(alpha - 1.0, "alpha") + gamma_log_pdf(beta, "beta")
 
 
 def nig_variance_split(nu: torch.Tensor, alpha: torch.Tensor, beta: torch.Tensor) -> tuple:
@@ -393,21 +403,12 @@ def nig_value_variance(nu: torch.Tensor, alpha: torch.Tensor, beta: torch.Tensor
     return aleatoric + epistemic
 
 
-def hyperprior_weight(xi: float, reduction: str, minibatch_size: int) -> float:
-    """EPPO: the weight w in L = mean(NLL) + w mean(-log p(m)) (--hyperprior-reduction, docs/eppo_open_choices.md):
-    mean (Algorithm 1) xi, sum xi * M (the prior summed over the minibatch), once xi / M (once per minibatch)."""
-    weights = {"mean": xi, "sum": xi * minibatch_size, "once": xi / minibatch_size}
-    if reduction not in weights:
-        raise ValueError(f"unknown hyperprior reduction {reduction!r}; valid choices: mean, sum, once")
-    return weights[reduction]
-
-
 def evidential_critic_loss(y: torch.Tensor, omega: torch.Tensor, nu: torch.Tensor, alpha: torch.Tensor,
                            beta: torch.Tensor, critic_loss: str = "nll", prior_weight: float = 0.01) -> tuple:
     """EPPO: (loss, mean NLL, mean -log p(m)) of a minibatch of targets y (means over the sample axis). nll: L = mean NLL
     + prior_weight mean(-log p(m)) (Eq. loss_nll, Algorithm 1); mse (the control): PPO's mean (omega - y)^2."""
     nll = nig_nll(y, omega, nu, alpha, beta).mean(-1)
-    negative_log_prior = -nig_log_hyperprior(omega, nu, alpha, beta, **HYPERPRIOR).mean(-1)
+    negative_log_prior = -nig_log_hyperprior(omega, nu, alpha, beta).mean(-1)
     if critic_loss == "nll":
         return nll + prior_weight * negative_log_prior, nll, negative_log_prior
     if critic_loss == "mse":

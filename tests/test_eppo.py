@@ -124,7 +124,7 @@ def test_hyperprior_is_sum_of_scipy_log_densities():
         + stats.gamma.logpdf(alpha - 1, a=3, scale=1 / 4.0)
         + stats.gamma.logpdf(beta, a=1.5, scale=1 / 2.0)
     )
-    np.testing.assert_allclose(nig_log_hyperprior(omega, nu, alpha, beta, **custom).numpy(), expected, rtol=1e-12)
+    np.testing.assert_allclose(nig_log_hyperprior(omega, nu, alpha, beta, custom).numpy(), expected, rtol=1e-12)
 
 
 def test_hyperprior_finite_with_gradients_at_extremes():
