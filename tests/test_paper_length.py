@@ -28,7 +28,8 @@ def write_setting(root, finished=True, num_tasks=3):
 
 def test_tables_of_a_complete_setting(tmp_path, capsys):
     setting_dir = write_setting(tmp_path)
-    assert analyze.main([str(setting_dir)]) == 0
+    assert analyze.main([str(setting_dir), "--plot", str(tmp_path / "curves.png")]) == 0
+    assert (tmp_path / "curves.png").stat().st_size > 10_000
     out = capsys.readouterr().out
     assert "cut at step 300 of 300 per seed (every run complete)" in out
     # AULC over steps 0, 50, 100 (task 0), 150, 200 (task 1), 250, 300 (task 2): PPO seed 1 = (990 + 6 * 101) / 7

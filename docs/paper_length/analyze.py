@@ -25,6 +25,8 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "eppo_study"))
+import analyze_long  # noqa: E402
 from scripts import runlist, summarize  # noqa: E402
 
 METHODS = ("PPO", "EPPO_ind")
@@ -159,33 +161,9 @@ def report(setting_dir: str, up_to=None, plot_path=None) -> int:
             print(f"| {method} | {seed} | {baseline:,.0f} | {'never' if first is None else f'{first:,}'} | {share:.0%} |")
 
     if plot_path:
-        plot(runs, up_to, steps_per_task, plot_path, f"{setting}, up to step {up_to:,}")
+        # the study's figure: every seed thin, the mean thick, the task changes dotted
+        analyze_long.plot(runs, up_to, plot_path, f"{setting}: every seed (thin) and the mean (thick), up to step {up_to:,}")
     return 0
-
-
-def plot(runs: dict, up_to: int, steps_per_task: int, path: str, title: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    figure, axis = plt.subplots(figsize=(9, 4.5))
-    for color, (method, by_seed) in zip(("tab:blue", "tab:red"), runs.items()):
-        curves = [[(e.global_step, e.return_mean) for e in cut(run[1], up_to)] for run in by_seed.values()]
-        for curve in curves:
-            axis.plot(*zip(*curve), color=color, alpha=0.3, linewidth=0.8)
-        length = min(len(curve) for curve in curves)
-        steps = [step for step, _ in curves[0][:length]]
-        axis.plot(steps, np.mean([[r for _, r in curve[:length]] for curve in curves], axis=0), color=color,
-                  linewidth=2.2, label=f"{method} (n = {len(curves)})")
-    for boundary in range(steps_per_task, up_to, steps_per_task):
-        axis.axvline(boundary, color="gray", linestyle=":", linewidth=0.8)
-    axis.set(xlabel="environment steps", ylabel="evaluation return", title=title)
-    axis.grid(alpha=0.3)
-    axis.legend(fontsize=8)
-    figure.tight_layout()
-    figure.savefig(path, dpi=120)
-    print(f"\nwrote {path}")
 
 
 def main(argv=None) -> int:
