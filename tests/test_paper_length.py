@@ -14,7 +14,9 @@ spec.loader.exec_module(analyze)
 
 def write_setting(root, finished=True, num_tasks=3):
     """PPO returns 100 + seed on every evaluation but step 0 (990, standing still); EPPO_ind returns 100 + seed in
-    task 0 and 1,000 + seed after it, so it leads only after the first change and is above 990 from task 1 on."""
+    task 0 and 1,000 + seed after it, so it leads only after the first change and is above 990 from task 1 on.
+    Plasticity, the same at every step: effective rank 10 + seed (PPO) and 10 + 2 seed (EPPO_ind), stable rank 5 for
+    both, the critic's dormant percentage 2 seed (PPO) and seed (EPPO_ind), the actor's 0."""
     setting_dir = root / "paralysis" / "Ant" / "back-one"
     for seed in (1, 2, 3):
         for method, later in (("PPO", 100), ("EPPO_ind", 1000)):
@@ -22,7 +24,8 @@ def write_setting(root, finished=True, num_tasks=3):
                       steps_per_task=100, num_tasks=num_tasks, eval_frequency=50, finished=finished,
                       returns=lambda step, task, later=later, seed=seed: 990.0 if step == 0 else
                       (100.0 + seed if task == 0 else later + seed),
-                      plasticity=lambda step, network, seed=seed: (10.0 + seed, 5.0, 1.0 if network == "critic" else 0.0))
+                      plasticity=lambda step, network, seed=seed, factor=1 + (method == "EPPO_ind"):
+                      (10.0 + factor * seed, 5.0, 2.0 * seed / factor if network == "critic" else 0.0))
     return setting_dir
 
 
@@ -41,9 +44,17 @@ def test_tables_of_a_complete_setting(tmp_path, capsys):
     # per task: task 0 equal ((990 + 2 * 102) / 3 = 398, p 1.000), tasks 1 and 2 EPPO_ind ahead on every seed
     assert "| 0 | 398 ± 0 | 398 ± 0 | 1.000 (n 3) |" in out
     assert "| 1 | 102 ± 1 | 1,002 ± 1 | 0.000 (n 3) |" in out
-    # plasticity at every task end, both networks; standing still: EPPO_ind first above 990 at step 150
-    assert "| 300 | critic | 12.0 ± 0.6 | 12.0 ± 0.6 |" in out
-    assert "| EPPO_ind | 1 | 990 | 150 | 67% |" in out and "| PPO | 1 | 990 | never | 0% |" in out
+    # plasticity at every task end, both networks
+    assert "| 300 | critic | 12.0 ± 0.6 | 14.0 ± 1.2 | 5.0 ± 0.0 | 5.0 ± 0.0 | 4.0 ± 1.2 | 2.0 ± 0.6 |" in out
+    # the paper's statistic: the average over the task ends; EPPO_ind's rank - PPO's = seed = 1, 2, 3 and PPO's dormant
+    # percentage - EPPO_ind's = seed: paired t = 2 / (1 / sqrt(3)) = 3.464 with 2 degrees of freedom, one-sided
+    # p = 0.037 (scipy.stats.t.sf(2 * 3 ** 0.5, 2) = 0.0370); equal stable ranks: p = 1
+    assert "| critic | effective_rank | 12.0 ± 0.6 | 14.0 ± 1.2 | 0.037 (n 3) |" in out
+    assert "| critic | stable_rank | 5.0 ± 0.0 | 5.0 ± 0.0 | 1.000 (n 3) |" in out
+    assert "| critic | dormant_percent | 4.0 ± 1.2 | 2.0 ± 0.6 | 0.037 (n 3) |" in out
+    assert "| actor | dormant_percent | 0.0 ± 0.0 | 0.0 ± 0.0 | 1.000 (n 3) |" in out
+    # standing still: EPPO_ind first above 990 at step 150, at 4 of the 6 later evaluations (150, 200, 250, 300)
+    assert "| EPPO_ind | 1 | 990 | 150 | 4 of 6 (67%) |" in out and "| PPO | 1 | 990 | never | 0 of 6 (0%) |" in out
 
 
 def test_unfinished_runs_are_cut_at_their_common_step_and_say_so(tmp_path, capsys):

@@ -10,9 +10,11 @@ from unfinished runs: docs/paper_length/README.md). Prints, in Markdown:
    seeds both ways, IQM with its 95% bootstrap interval (scripts/summarize.py's estimators), every seed, and the
    paper's numbers beside them (scripts/paper_results.csv);
 2. AULC per task (the evaluations that measure that task): is a lead made in the first task or after each change?
-3. the plasticity metrics (plasticity.csv) at every task end, both networks, mean ± se over seeds;
+3. the plasticity metrics (plasticity.csv) at every task end, both networks, mean ± se over seeds; and the
+   paper's statistic (Sec. 4, "Plasticity"): each seed's average over its task ends, mean ± se over seeds, with the
+   one-sided paired p of the paper's claim (EPPO_ind's critic has the higher ranks and the fewer dormant units);
 4. the return of standing still (the step-0 evaluation: an untrained policy keeps the robot upright and still,
-   about 990 on Ant) and, per seed, the first evaluation step above it and the fraction of evaluations above it.
+   about 990 on Ant) and, per seed, the first evaluation step above it and how many later evaluations are above it.
 With --plot: every seed's curve (thin) and the mean (thick) per method, with the task changes.
 """
 
@@ -31,6 +33,8 @@ from scripts import runlist, summarize  # noqa: E402
 
 METHODS = ("PPO", "EPPO_ind")
 PLASTICITY_METRICS = ("effective_rank", "stable_rank", "dormant_percent")
+# The paper's claim for each metric (Sec. 4): EPPO keeps higher ranks and fewer dormant units than PPO.
+EPPO_BETTER_WHEN_HIGHER = {"effective_rank": True, "stable_rank": True, "dormant_percent": False}
 
 
 def load(setting_dir: str) -> dict:
@@ -65,12 +69,12 @@ def task_aulcs(evaluations: list, steps_per_task: int, up_to: int) -> list:
 
 
 def standing_still(evaluations: list, up_to: int) -> tuple:
-    """(step-0 return, first step above it or None, fraction of the later evaluations above it)."""
+    """(step-0 return, first step above it or None, number of later evaluations above it, number of later ones)."""
     kept = cut(evaluations, up_to)
     baseline = kept[0].return_mean
     later = [e for e in kept if e.global_step > 0]
     above = [e.global_step for e in later if e.return_mean > baseline]
-    return baseline, (above[0] if above else None), (len(above) / len(later) if later else float("nan"))
+    return baseline, (above[0] if above else None), len(above), len(later)
 
 
 def plasticity_at_task_ends(run_dir: str, up_to: int) -> dict:
@@ -78,6 +82,12 @@ def plasticity_at_task_ends(run_dir: str, up_to: int) -> dict:
     with open(os.path.join(run_dir, "plasticity.csv"), newline="") as f:
         return {(int(row["global_step"]), row["network"], metric): float(row[metric])
                 for row in csv.DictReader(f) if int(row["global_step"]) <= up_to for metric in PLASTICITY_METRICS}
+
+
+def average_over_task_ends(plasticity: dict, network: str, metric: str) -> float:
+    """The paper's plasticity statistic for one run: the metric averaged over the task ends (step 0 excluded)."""
+    return float(np.mean([value for (step, net, name), value in plasticity.items()
+                          if step > 0 and net == network and name == metric]))
 
 
 def fmt(values) -> str:
@@ -137,8 +147,9 @@ def report(setting_dir: str, up_to=None, plot_path=None) -> int:
               + f" | {p_text(cells['EPPO_ind'], cells['PPO'])} |")
 
     print("\n#### Plasticity at every task end (mean ± se over seeds; step 0: the initial networks)\n")
-    values = {method: [plasticity_at_task_ends(run[0], up_to) for run in by_seed.values()]
-              for method, by_seed in runs.items()}
+    plasticity = {method: {seed: plasticity_at_task_ends(run[0], up_to) for seed, run in by_seed.items()}
+                  for method, by_seed in runs.items()}
+    values = {method: list(by_seed.values()) for method, by_seed in plasticity.items()}
     ends = sorted({key[0] for per_run in values.values() for run in per_run for key in run})
     print("| step | network | " + " | ".join(f"{m} {metric}" for metric in PLASTICITY_METRICS for m in METHODS) + " |")
     print("|---:|---|" + "---|" * (len(METHODS) * len(PLASTICITY_METRICS)))
@@ -152,13 +163,27 @@ def report(setting_dir: str, up_to=None, plot_path=None) -> int:
                     row.append(f"{mean:.1f} ± {se:.1f}")
             print(f"| {step:,} | {network} | " + " | ".join(row) + " |")
 
+    print("\n#### Plasticity, the paper's statistic: each seed's average over its task ends (mean ± se over seeds; "
+          "p: the paper's claim, EPPO_ind's ranks higher and its dormant units fewer, one-sided paired)\n")
+    print("| network | metric | " + " | ".join(METHODS) + " | p |")
+    print("|---|---|" + "---|" * (len(METHODS) + 1))
+    for network in ("critic", "actor"):
+        for metric in PLASTICITY_METRICS:
+            averages = {method: {seed: average_over_task_ends(run, network, metric) for seed, run in by_seed.items()}
+                        for method, by_seed in plasticity.items()}
+            # the test's H1 is "first > second": EPPO_ind > PPO for the ranks, PPO > EPPO_ind for the dormant units
+            first, second = ("EPPO_ind", "PPO") if EPPO_BETTER_WHEN_HIGHER[metric] else ("PPO", "EPPO_ind")
+            cells = ["{:.1f} ± {:.1f}".format(*summarize.mean_se(list(averages[m].values()))) for m in METHODS]
+            print(f"| {network} | {metric} | " + " | ".join(cells) + f" | {p_text(averages[first], averages[second])} |")
+
     print("\n#### Above the return of standing still (the step-0 evaluation)\n")
-    print("| method | seed | step-0 return | first step above it | share of evaluations above it |")
+    print("| method | seed | step-0 return | first step above it | later evaluations above it |")
     print("|---|---:|---:|---:|---:|")
     for method, by_seed in runs.items():
         for seed, run in sorted(by_seed.items()):
-            baseline, first, share = standing_still(run[1], up_to)
-            print(f"| {method} | {seed} | {baseline:,.0f} | {'never' if first is None else f'{first:,}'} | {share:.0%} |")
+            baseline, first, above, later = standing_still(run[1], up_to)
+            print(f"| {method} | {seed} | {baseline:,.0f} | {'never' if first is None else f'{first:,}'} "
+                  f"| {above} of {later} ({above / later:.0%}) |")
 
     if plot_path:
         # the study's figure: every seed thin, the mean thick, the task changes dotted
