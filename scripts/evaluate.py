@@ -48,6 +48,9 @@ def evaluate_run(run_dir: str, task: int, episodes: int, seed=None) -> dict:
         raise ValueError(f"--task must be in [0, {num_tasks - 1}] for this run, got {task}")
     if episodes < 1:
         raise ValueError(f"--episodes must be >= 1, got {episodes}")
+    # The run's own torch thread count: a CPU matmul split over more threads sums in another order, and a
+    # 1,000-step episode turns that last-digit difference into a different return (Ant: 1,011 vs 1,016).
+    torch.set_num_threads(args.torch_threads)
 
     # a run directory holds one seed's checkpoint (also when the seed was trained beside others, --num-seeds)
     checkpoint = script.load_checkpoint(run_dir)

@@ -350,6 +350,20 @@ def test_saved_policy_reproduces_the_last_evaluation(finished_run):
     assert bad.returncode == 2 and "--task must be in [0, 1]" in bad.stderr
 
 
+def test_saved_policy_reproduces_the_last_evaluation_whatever_the_callers_threads(tmp_path):
+    """evaluate.py runs with the run's --torch-threads, not the caller's: with 10 episodes a 2-thread matmul rounds
+    differently from the run's 1-thread one (PPO, task 1: -0.23764721734402872 against -0.23764720812679457 when
+    evaluate.py used the default threads), so the return must match the run's last row exactly under 2 threads."""
+    run_dir = tmp_path / "run"
+    result = run_script(SCRIPTS[0], run_dir, "--eval-episodes", "10")
+    assert result.returncode == 0, result.stderr[-2000:]
+    evaluated = subprocess.run([sys.executable, os.path.join(REPO_ROOT, "scripts", "evaluate.py"), str(run_dir),
+                                "--task", "1", "--episodes", "10"], capture_output=True, text=True, timeout=120,
+                               env={**os.environ, "OMP_NUM_THREADS": "2"})
+    assert evaluated.returncode == 0, evaluated.stderr[-2000:]
+    assert json.loads(evaluated.stdout)["return_mean"] == float(read_csv(run_dir / "evaluations.csv")[-1]["return_mean"])
+
+
 def test_a_crash_before_the_first_checkpoint_restarts_from_scratch(tmp_path):
     """Outputs of an attempt that died before writing a checkpoint are discarded, not appended to."""
     crashed = tmp_path / "crashed"
