@@ -183,7 +183,7 @@ def report(setting_dir: str, up_to=None, plot_path=None) -> int:
         for seed, run in sorted(by_seed.items()):
             baseline, first, above, later = standing_still(run[1], up_to)
             print(f"| {method} | {seed} | {baseline:,.0f} | {'never' if first is None else f'{first:,}'} "
-                  f"| {above} of {later} ({above / later:.0%}) |")
+                  f"| {above} of {later}" + (f" ({above / later:.0%}) |" if later else " |"))
 
     if plot_path:
         # the study's figure: every seed thin, the mean thick, the task changes dotted
