@@ -335,18 +335,22 @@ def test_persistent_nonfinite_gradients_stop_with_a_checkpoint(tmp_path):
             assert torch.equal(tensor, stopped[network][name])
 
 
+def run_evaluate(run_dir, *flags, env=None) -> subprocess.CompletedProcess:
+    """scripts/evaluate.py on ``run_dir`` with ``flags``, in a fresh process (``env``: extra environment variables)."""
+    return subprocess.run([sys.executable, os.path.join(REPO_ROOT, "scripts", "evaluate.py"), str(run_dir), *flags],
+                          capture_output=True, text=True, timeout=120, env={**os.environ, **(env or {})})
+
+
 def test_saved_policy_reproduces_the_last_evaluation(finished_run):
     """scripts/evaluate.py with the final checkpoint gives exactly the run's last evaluation (same task, seeds)."""
     script, run_dir = finished_run
-    result = subprocess.run([sys.executable, os.path.join(REPO_ROOT, "scripts", "evaluate.py"), str(run_dir),
-                             "--task", "1", "--episodes", "2"], capture_output=True, text=True, timeout=120)
+    result = run_evaluate(run_dir, "--task", "1", "--episodes", "2")
     assert result.returncode == 0, result.stderr[-2000:]
     evaluation = json.loads(result.stdout)
     last_row = read_csv(run_dir / "evaluations.csv")[-1]
     assert evaluation["global_step"] == int(last_row["global_step"]) == 512
     assert evaluation["return_mean"] == pytest.approx(float(last_row["return_mean"]), rel=1e-12)
-    bad = subprocess.run([sys.executable, os.path.join(REPO_ROOT, "scripts", "evaluate.py"), str(run_dir),
-                          "--task", "5"], capture_output=True, text=True, timeout=120)
+    bad = run_evaluate(run_dir, "--task", "5")
     assert bad.returncode == 2 and "--task must be in [0, 1]" in bad.stderr
 
 
@@ -357,9 +361,7 @@ def test_saved_policy_reproduces_the_last_evaluation_whatever_the_callers_thread
     run_dir = tmp_path / "run"
     result = run_script(SCRIPTS[0], run_dir, "--eval-episodes", "10")
     assert result.returncode == 0, result.stderr[-2000:]
-    evaluated = subprocess.run([sys.executable, os.path.join(REPO_ROOT, "scripts", "evaluate.py"), str(run_dir),
-                                "--task", "1", "--episodes", "10"], capture_output=True, text=True, timeout=120,
-                               env={**os.environ, "OMP_NUM_THREADS": "2"})
+    evaluated = run_evaluate(run_dir, "--task", "1", "--episodes", "10", env={"OMP_NUM_THREADS": "2"})
     assert evaluated.returncode == 0, evaluated.stderr[-2000:]
     assert json.loads(evaluated.stdout)["return_mean"] == float(read_csv(run_dir / "evaluations.csv")[-1]["return_mean"])
 
