@@ -41,9 +41,11 @@ def test_tables_of_a_complete_setting(tmp_path, capsys):
     assert "| EPPO_ind | 3 | 743 ± 0 | 743 [742, 744] | 0.000 (n 3) | 2,724 ± 174 | 1: 742, 2: 743, 3: 744 |" in out
     # Final Return: the returns at the 3 task ends, beside the paper's
     assert "| EPPO_ind | 3 | 702 ± 1 | 702 [701, 703] | 0.000 (n 3) | 2,977 ± 169 |" in out
-    # per task: task 0 equal ((990 + 2 * 102) / 3 = 398, p 1.000), tasks 1 and 2 EPPO_ind ahead on every seed
-    assert "| 0 | 398 ± 0 | 398 ± 0 | 1.000 (n 3) |" in out
-    assert "| 1 | 102 ± 1 | 1,002 ± 1 | 0.000 (n 3) |" in out
+    # per task: task 0 equal (AULC (990 + 2 * 102) / 3 = 398, p 1.000; at its end 100 + seed = 102 ± 1), tasks 1
+    # and 2 EPPO_ind ahead on every seed; the paralysed joints' torque scale 1, 0.75, 0.5 (paper, Appendix B)
+    assert "| 0 | 1 | 398 ± 0 | 398 ± 0 | 1.000 (n 3) | 102 ± 1 | 102 ± 1 | 1.000 (n 3) |" in out
+    assert "| 1 | 0.75 | 102 ± 1 | 1,002 ± 1 | 0.000 (n 3) | 102 ± 1 | 1,002 ± 1 | 0.000 (n 3) |" in out
+    assert "| 2 | 0.5 |" in out
     # plasticity at every task end, both networks
     assert "| 300 | critic | 12.0 ± 0.6 | 14.0 ± 1.2 | 5.0 ± 0.0 | 5.0 ± 0.0 | 4.0 ± 1.2 | 2.0 ± 0.6 |" in out
     # the paper's statistic: the average over the task ends; EPPO_ind's rank - PPO's = seed = 1, 2, 3 and PPO's dormant
@@ -66,4 +68,7 @@ def test_unfinished_runs_are_cut_at_their_common_step_and_say_so(tmp_path, capsy
     assert analyze.main([str(setting_dir)]) == 0
     out = capsys.readouterr().out
     assert "cut at step 150 of 300 per seed (UNFINISHED: 1 of 9 tasks ended; no verdict)" in out
-    assert "| 2 |" not in out.split("AULC per task")[1].split("Plasticity")[0]  # tasks 0 and 1 only
+    per_task = out.split("Per task")[1].split("Plasticity")[0]
+    assert "| 2 |" not in per_task  # tasks 0 and 1 only
+    # task 1 has begun (its AULC: the evaluation at step 150) but not ended: no return at its end yet
+    assert "| 1 | 0.75 | 102 ± 1 | 1,002 ± 1 | 0.000 (n 3) | | | |" in per_task

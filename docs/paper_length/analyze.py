@@ -9,7 +9,9 @@ from unfinished runs: docs/paper_length/README.md). Prints, in Markdown:
 1. AULC and Final Return per method: mean ± standard error over seeds, the paper's one-sided paired t-test over
    seeds both ways, IQM with its 95% bootstrap interval (scripts/summarize.py's estimators), every seed, and the
    paper's numbers beside them (scripts/paper_results.csv);
-2. AULC per task (the evaluations that measure that task): is a lead made in the first task or after each change?
+2. per task, AULC (the evaluations that measure that task) and the return at the task end (the evaluation at its
+   last step; Final Return is their mean): is a lead made in the first task or after each change? Paralysis tasks 0
+   and 8 are the intact robot, so task 0 is also a stationary anchor: 500k steps of training from scratch;
 3. the plasticity metrics (plasticity.csv) at every task end, both networks, mean ± se over seeds; and the
    paper's statistic (Sec. 4, "Plasticity"): each seed's average over its task ends, mean ± se over seeds, with the
    one-sided paired p of the paper's claim (EPPO_ind's critic has the higher ranks and the fewer dormant units);
@@ -29,6 +31,7 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "eppo_study"))
 import analyze_long  # noqa: E402
+import nonstationary_envs  # noqa: E402
 from scripts import runlist, summarize  # noqa: E402
 
 METHODS = ("PPO", "EPPO_ind")
@@ -90,6 +93,14 @@ def average_over_task_ends(plasticity: dict, network: str, metric: str) -> float
                           if step > 0 and net == network and name == metric]))
 
 
+def setting_parameter(setting, task: int) -> str:
+    """The task's parameter in words: the paralysed joints' torque scale, or the floor friction."""
+    parameter = nonstationary_envs.task_schedule(runlist.ENV_IDS[setting.env], setting.experiment, setting.strategy)[task]
+    if setting.experiment == "paralysis":
+        return f"{min(parameter):g}"
+    return "" if parameter is None else f"{parameter:g}"
+
+
 def fmt(values) -> str:
     mean, se = summarize.mean_se(values)
     return f"{mean:,.0f} ± {se:,.0f}" if len(values) > 1 else f"{mean:,.0f}"
@@ -135,16 +146,28 @@ def report(setting_dir: str, up_to=None, plot_path=None) -> int:
             print(f"| {method} | {len(values)} | {fmt(list(values.values()))} | {point:,.0f} [{low:,.0f}, {high:,.0f}] "
                   f"| {p_text(values, others)} | {paper_text} | {seeds} |")
 
-    print("\n#### AULC per task (mean ± se over seeds; p: EPPO_ind > PPO, one-sided paired)\n")
+    parameter_name = "torque" if setting.experiment == "paralysis" else "friction"
+    print("\n#### Per task: AULC and the return at the task end (mean ± se over seeds; p: EPPO_ind > PPO, one-sided "
+          "paired" + ("; torque: the paralysed joints' scale, 1 = the intact robot, so task 0 is stationary training "
+                      "from scratch)\n" if parameter_name == "torque" else "; friction: the floor's)\n"))
     per_task = {method: {seed: task_aulcs(run[1], steps_per_task, up_to) for seed, run in by_seed.items()}
                 for method, by_seed in runs.items()}
+    at_end = {method: {seed: summarize.task_end_returns(run[1], steps_per_task, tasks_ended)
+                       for seed, run in by_seed.items()} for method, by_seed in runs.items()}
     num_tasks = min(len(values) for by_seed in per_task.values() for values in by_seed.values())
-    print("| task | " + " | ".join(METHODS) + " | p |")
-    print("|---:|" + "---|" * (len(METHODS) + 1))
+    print(f"| task | {parameter_name} | " + " | ".join(f"{m} AULC" for m in METHODS) + " | p | "
+          + " | ".join(f"{m} at the end" for m in METHODS) + " | p |")
+    print("|---:|---:|" + "---|" * (2 * len(METHODS) + 2))
     for task in range(num_tasks):
-        cells = {method: {seed: values[task] for seed, values in per_task[method].items()} for method in METHODS}
-        print(f"| {task} | " + " | ".join(fmt(list(cells[m].values())) for m in METHODS)
-              + f" | {p_text(cells['EPPO_ind'], cells['PPO'])} |")
+        row = f"| {task} | {setting_parameter(setting, task)} |"
+        for table in (per_task, at_end):
+            if task >= min(len(values) for values in table["PPO"].values()):
+                row += " |" * (len(METHODS) + 1)  # an unfinished task has no end yet
+                continue
+            cells = {method: {seed: values[task] for seed, values in table[method].items()} for method in METHODS}
+            row += " " + " | ".join(fmt(list(cells[m].values())) for m in METHODS) \
+                + f" | {p_text(cells['EPPO_ind'], cells['PPO'])} |"
+        print(row)
 
     print("\n#### Plasticity at every task end (mean ± se over seeds; step 0: the initial networks)\n")
     plasticity = {method: {seed: plasticity_at_task_ends(run[0], up_to) for seed, run in by_seed.items()}
