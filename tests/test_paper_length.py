@@ -4,12 +4,16 @@ import importlib.util
 import os
 
 from fake_algorithm import write_run
-from tiny_run import REPO_ROOT
+from tiny_run import REPO_ROOT, run_script
 
 spec = importlib.util.spec_from_file_location("paper_length_analyze",
                                               os.path.join(REPO_ROOT, "docs", "paper_length", "analyze.py"))
 analyze = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(analyze)
+spec = importlib.util.spec_from_file_location("paper_length_final_episodes",
+                                              os.path.join(REPO_ROOT, "docs", "paper_length", "final_episodes.py"))
+final_episodes = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(final_episodes)
 
 
 def write_setting(root, finished=True, num_tasks=3):
@@ -72,3 +76,24 @@ def test_unfinished_runs_are_cut_at_their_common_step_and_say_so(tmp_path, capsy
     assert "| 2 |" not in per_task  # tasks 0 and 1 only
     # task 1 has begun (its AULC: the evaluation at step 150) but not ended: no return at its end yet
     assert "| 1 | 0.75 | 102 ± 1 | 1,002 ± 1 | 0.000 (n 3) | | | |" in per_task
+
+
+def test_final_episodes_reevaluate_each_runs_final_policy_and_check_its_last_evaluation(tmp_path, capsys):
+    """A real tiny PPO run: its final policy on its last task returns exactly its last evaluation, and a HalfCheetah
+    episode never ends early, so the mean episode length is --max-episode-steps (50 in the tiny flags). A last
+    evaluation that was not what the policy returns is flagged."""
+    run_dir = tmp_path / "paralysis" / "HalfCheetah" / "back-one" / "PPO" / "seed1"
+    result = run_script("ppo_continuous.py", run_dir)
+    assert result.returncode == 0, result.stderr[-2000:]
+    setting_dir = run_dir.parent.parent
+    assert final_episodes.main([str(setting_dir)]) == 0
+    row = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| PPO | 1 |")]
+    assert len(row) == 1 and row[0].split(" | ")[3] == "50" and "(equal)" in row[0]
+
+    evaluations = run_dir / "evaluations.csv"
+    lines = evaluations.read_text().splitlines()
+    fields = lines[-1].split(",")
+    fields[3] = str(float(fields[3]) + 1.0)  # return_mean of the last evaluation
+    evaluations.write_text("\n".join(lines[:-1] + [",".join(fields)]) + "\n")
+    assert final_episodes.main([str(setting_dir)]) == 0
+    assert "(DIFFERS)" in capsys.readouterr().out
