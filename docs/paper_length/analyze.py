@@ -161,7 +161,7 @@ def report(setting_dir: str, up_to=None, plot_path=None) -> int:
     for task in range(num_tasks):
         row = f"| {task} | {setting_parameter(setting, task)} |"
         for table in (per_task, at_end):
-            if task >= min(len(values) for values in table["PPO"].values()):
+            if table is at_end and task >= tasks_ended:
                 row += " |" * (len(METHODS) + 1)  # an unfinished task has no end yet
                 continue
             cells = {method: {seed: values[task] for seed, values in table[method].items()} for method in METHODS}
