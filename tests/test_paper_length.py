@@ -3,6 +3,9 @@
 import importlib.util
 import os
 
+import numpy as np
+import pytest
+
 from fake_algorithm import write_run
 from tiny_run import REPO_ROOT, run_script
 
@@ -40,11 +43,13 @@ def test_tables_of_a_complete_setting(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "cut at step 300 of 300 per seed (every run complete)" in out
     # AULC over steps 0, 50, 100 (task 0), 150, 200 (task 1), 250, 300 (task 2): PPO seed 1 = (990 + 6 * 101) / 7
-    assert "| PPO | 3 | 229 ± 0 | 229 [228, 230] | 1.000 (n 3) | 2,009 ± 312 | 1: 228, 2: 229, 3: 230 |" in out
+    # beside the paper's mean ± se and the Welch test of "same level": our 3 seeds are 1,780 below 2,009 ± 312 (15
+    # seeds), far beyond both standard errors (p < 0.0005)
+    assert "| PPO | 3 | 229 ± 0 | 229 [228, 230] | 1.000 (n 3) | 2,009 ± 312 | 0.000 | 1: 228, 2: 229, 3: 230 |" in out
     # EPPO_ind seed 1: (990 + 2 * 101 + 4 * 1001) / 7 = 742
-    assert "| EPPO_ind | 3 | 743 ± 0 | 743 [742, 744] | 0.000 (n 3) | 2,724 ± 174 | 1: 742, 2: 743, 3: 744 |" in out
+    assert "| EPPO_ind | 3 | 743 ± 0 | 743 [742, 744] | 0.000 (n 3) | 2,724 ± 174 | 0.000 | 1: 742, 2: 743, 3: 744 |" in out
     # Final Return: the returns at the 3 task ends, beside the paper's
-    assert "| EPPO_ind | 3 | 702 ± 1 | 702 [701, 703] | 0.000 (n 3) | 2,977 ± 169 |" in out
+    assert "| EPPO_ind | 3 | 702 ± 1 | 702 [701, 703] | 0.000 (n 3) | 2,977 ± 169 | 0.000 |" in out
     # per task: task 0 equal (AULC (990 + 2 * 102) / 3 = 398, p 1.000; at its end 100 + seed = 102 ± 1), tasks 1
     # and 2 EPPO_ind ahead on every seed; the paralysed joints' torque scale 1, 0.75, 0.5 (paper, Appendix B)
     assert "| 0 | 1 | 398 ± 0 | 398 ± 0 | 1.000 (n 3) | 102 ± 1 | 102 ± 1 | 1.000 (n 3) |" in out
@@ -61,6 +66,11 @@ def test_tables_of_a_complete_setting(tmp_path, capsys):
     assert "| actor | dormant_percent | 0.0 ± 0.0 | 0.0 ± 0.0 | 1.000 (n 3) |" in out
     # standing still: EPPO_ind first above 990 at step 150, at 4 of the 6 later evaluations (150, 200, 250, 300)
     assert "| EPPO_ind | 1 | 990 | 150 | 4 of 6 (67%) |" in out and "| PPO | 1 | 990 | never | 0 of 6 (0%) |" in out
+
+    # --seeds: only the named seeds (the finished ones while others still run), every table over them alone
+    assert analyze.main([str(setting_dir), "--seeds", "1-2"]) == 0
+    out = capsys.readouterr().out
+    assert "| PPO | 2 | 228 ± 0 |" in out and "1: 228, 2: 229 |" in out and "| 3 |" not in out.split("standing still")[1]
 
 
 def test_unfinished_runs_are_cut_at_their_common_step_and_say_so(tmp_path, capsys):
@@ -97,3 +107,16 @@ def test_final_episodes_reevaluate_each_runs_final_policy_and_check_its_last_eva
     evaluations.write_text("\n".join(lines[:-1] + [",".join(fields)]) + "\n")
     assert final_episodes.main([str(setting_dir)]) == 0
     assert "(DIFFERS)" in capsys.readouterr().out
+
+
+def test_welch_test_against_the_papers_mean_and_standard_error():
+    """against_paper against the Welch test written out: t = (m - M) / sqrt(se^2 + SE^2) with the Welch-Satterthwaite
+    degrees of freedom, two-sided; and p = 1 when our mean is the paper's."""
+    from scipy import stats
+
+    values, paper_mean, paper_se = [3000.0, 4000.0, 5000.0, 6000.0], 3500.0, 150.0
+    se = np.std(values, ddof=1) / np.sqrt(len(values))  # 645.5
+    t = (np.mean(values) - paper_mean) / np.sqrt(se ** 2 + paper_se ** 2)  # 1.51
+    df = (se ** 2 + paper_se ** 2) ** 2 / (se ** 4 / (len(values) - 1) + paper_se ** 4 / (15 - 1))  # 3.3
+    assert analyze.against_paper(values, paper_mean, paper_se) == pytest.approx(2 * stats.t.sf(abs(t), df), rel=1e-12)
+    assert analyze.against_paper(values, 4500.0, paper_se) == pytest.approx(1.0)

@@ -1,6 +1,7 @@
 """Every table and figure of the paper-length comparison (issue 23) from the runs' small outputs.
 
-    python docs/paper_length/analyze.py docs/paper_length/outputs/paralysis/Ant/back-one [--up-to STEP] [--plot F.png]
+    python docs/paper_length/analyze.py docs/paper_length/outputs/paralysis/Ant/back-one [--seeds 1-5] [--up-to STEP]
+        [--plot F.png]
 
 Reads SETTING_DIR/{PPO,EPPO_ind}/seed<N>/ (config.json, evaluations.csv, plasticity.csv; copied there by
 `launch.sh --collect`). Every run is cut at the same step: --up-to, or else the last evaluation step every run has
@@ -8,15 +9,16 @@ reached, so that unfinished runs compare the same stretch of training; the heade
 from unfinished runs: docs/paper_length/README.md). Prints, in Markdown:
 1. AULC and Final Return per method: mean ± standard error over seeds, the paper's one-sided paired t-test over
    seeds both ways, IQM with its 95% bootstrap interval (scripts/summarize.py's estimators), every seed, and the
-   paper's numbers beside them (scripts/paper_results.csv);
+   paper's numbers beside them (scripts/paper_results.csv) with a two-sided Welch test of "our level = the
+   paper's" from its mean ± se over 15 seeds;
 2. per task, AULC (the evaluations that measure that task) and the return at the task end (the evaluation at its
    last step; Final Return is their mean): is a lead made in the first task or after each change? Paralysis tasks 0
    and 8 are the intact robot, so task 0 is also a stationary anchor: 500k steps of training from scratch;
 3. the plasticity metrics (plasticity.csv) at every task end, both networks, mean ± se over seeds; and the
    paper's statistic (Sec. 4, "Plasticity"): each seed's average over its task ends, mean ± se over seeds, with the
    one-sided paired p of the paper's claim (EPPO_ind's critic has the higher ranks and the fewer dormant units);
-4. the return of standing still (the step-0 evaluation: an untrained policy keeps the robot upright and still,
-   about 990 on Ant) and, per seed, the first evaluation step above it and how many later evaluations are above it.
+4. on Ant, the return of standing still (the step-0 evaluation: an untrained policy keeps the robot upright and
+   still, about 990) and, per seed, the first evaluation step above it and how many later evaluations are above it.
 With --plot: every seed's curve (thin) and the mean (thick) per method, with the task changes.
 """
 
@@ -27,6 +29,7 @@ import os
 import sys
 
 import numpy as np
+from scipy import stats
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "eppo_study"))
@@ -38,10 +41,11 @@ METHODS = ("PPO", "EPPO_ind")
 PLASTICITY_METRICS = ("effective_rank", "stable_rank", "dormant_percent")
 # The paper's claim for each metric (Sec. 4): EPPO keeps higher ranks and fewer dormant units than PPO.
 EPPO_BETTER_WHEN_HIGHER = {"effective_rank": True, "stable_rank": True, "dormant_percent": False}
+PAPER_SEEDS = 15  # the paper's Sec. 4: every number is over 15 seeds
 
 
-def load(setting_dir: str) -> dict:
-    """method -> seed -> (run_dir, evaluations, steps_per_task, num_tasks)."""
+def load(setting_dir: str, seeds=None) -> dict:
+    """method -> seed -> (run_dir, evaluations, steps_per_task, num_tasks); only ``seeds`` when given."""
     runs = {}
     for method in METHODS:
         directory = os.path.join(setting_dir, method)
@@ -52,7 +56,7 @@ def load(setting_dir: str) -> dict:
             with open(os.path.join(run_dir, "config.json")) as f:
                 config = json.load(f)
             evaluations = summarize.read_evaluations(os.path.join(run_dir, "evaluations.csv"))
-            if evaluations:
+            if evaluations and (seeds is None or config["args"]["seed"] in seeds):
                 runs.setdefault(method, {})[config["args"]["seed"]] = (
                     run_dir, evaluations, config["args"]["steps_per_task"], config["num_tasks"])
     missing = [method for method in METHODS if method not in runs]
@@ -101,6 +105,14 @@ def setting_parameter(setting, task: int) -> str:
     return "" if parameter is None else f"{parameter:g}"
 
 
+def against_paper(values: list, paper_mean: float, paper_se: float, paper_seeds: int = PAPER_SEEDS) -> float:
+    """Two-sided Welch t-test of our seeds' mean against the paper's mean ± se over its seeds: do the two
+    implementations reach the same level? (Not paired: the seeds are not the same runs.)"""
+    sd = float(np.std(values, ddof=1))
+    return float(stats.ttest_ind_from_stats(float(np.mean(values)), sd, len(values), paper_mean,
+                                            paper_se * np.sqrt(paper_seeds), paper_seeds, equal_var=False).pvalue)
+
+
 def fmt(values) -> str:
     mean, se = summarize.mean_se(values)
     return f"{mean:,.0f} ± {se:,.0f}" if len(values) > 1 else f"{mean:,.0f}"
@@ -111,8 +123,8 @@ def p_text(better: dict, worse: dict) -> str:
     return f"{p:.3f} (n {n})"
 
 
-def report(setting_dir: str, up_to=None, plot_path=None) -> int:
-    runs = load(setting_dir)
+def report(setting_dir: str, up_to=None, plot_path=None, seeds=None) -> int:
+    runs = load(setting_dir, seeds)
     reached = min(run[1][-1].global_step for by_seed in runs.values() for run in by_seed.values())
     total = max(run[2] * run[3] for by_seed in runs.values() for run in by_seed.values())
     up_to = reached if up_to is None else up_to
@@ -134,17 +146,19 @@ def report(setting_dir: str, up_to=None, plot_path=None) -> int:
         if index == 1 and not tasks_ended:
             break
         print(f"\n#### {name}\n")
-        print("| method | n | mean ± se | IQM [95% bootstrap] | p (> the other, one-sided paired) | paper (15 seeds) | per seed |")
-        print("|---|---:|---|---|---|---|---|")
+        print("| method | n | mean ± se | IQM [95% bootstrap] | p (> the other, one-sided paired) | paper (15 seeds) "
+              "| p (ours = the paper's, Welch, two-sided) | per seed |")
+        print("|---|---:|---|---|---|---|---|---|")
         for method, other in zip(METHODS, reversed(METHODS)):
             values = {seed: m[index] for seed, m in metrics[method].items()}
             others = {seed: m[index] for seed, m in metrics[other].items()}
             point, low, high = summarize.bootstrap_interval([list(values.values())])
             paper_value = paper.get((paper_key, setting, method))
             paper_text = f"{paper_value[0]:,.0f} ± {paper_value[1]:,.0f}" if paper_value else ""
+            welch = f"{against_paper(list(values.values()), *paper_value):.3f}" if paper_value and len(values) > 1 else ""
             seeds = ", ".join(f"{seed}: {values[seed]:,.0f}" for seed in sorted(values))
             print(f"| {method} | {len(values)} | {fmt(list(values.values()))} | {point:,.0f} [{low:,.0f}, {high:,.0f}] "
-                  f"| {p_text(values, others)} | {paper_text} | {seeds} |")
+                  f"| {p_text(values, others)} | {paper_text} | {welch} | {seeds} |")
 
     parameter_name = "torque" if setting.experiment == "paralysis" else "friction"
     print("\n#### Per task: AULC and the return at the task end (mean ± se over seeds; p: EPPO_ind > PPO, one-sided "
@@ -186,27 +200,29 @@ def report(setting_dir: str, up_to=None, plot_path=None) -> int:
                     row.append(f"{mean:.1f} ± {se:.1f}")
             print(f"| {step:,} | {network} | " + " | ".join(row) + " |")
 
-    print("\n#### Plasticity, the paper's statistic: each seed's average over its task ends (mean ± se over seeds; "
-          "p: the paper's claim, EPPO_ind's ranks higher and its dormant units fewer, one-sided paired)\n")
-    print("| network | metric | " + " | ".join(METHODS) + " | p |")
-    print("|---|---|" + "---|" * (len(METHODS) + 1))
-    for network in ("critic", "actor"):
-        for metric in PLASTICITY_METRICS:
-            averages = {method: {seed: average_over_task_ends(run, network, metric) for seed, run in by_seed.items()}
-                        for method, by_seed in plasticity.items()}
-            # the test's H1 is "first > second": EPPO_ind > PPO for the ranks, PPO > EPPO_ind for the dormant units
-            first, second = ("EPPO_ind", "PPO") if EPPO_BETTER_WHEN_HIGHER[metric] else ("PPO", "EPPO_ind")
-            cells = ["{:.1f} ± {:.1f}".format(*summarize.mean_se(list(averages[m].values()))) for m in METHODS]
-            print(f"| {network} | {metric} | " + " | ".join(cells) + f" | {p_text(averages[first], averages[second])} |")
+    if tasks_ended:  # the paper's statistic needs at least one task end
+        print("\n#### Plasticity, the paper's statistic: each seed's average over its task ends (mean ± se over seeds; "
+              "p: the paper's claim, EPPO_ind's ranks higher and its dormant units fewer, one-sided paired)\n")
+        print("| network | metric | " + " | ".join(METHODS) + " | p |")
+        print("|---|---|" + "---|" * (len(METHODS) + 1))
+        for network in ("critic", "actor"):
+            for metric in PLASTICITY_METRICS:
+                averages = {method: {seed: average_over_task_ends(run, network, metric) for seed, run in by_seed.items()}
+                            for method, by_seed in plasticity.items()}
+                # the test's H1 is "first > second": EPPO_ind > PPO for the ranks, PPO > EPPO_ind for the dormant units
+                first, second = ("EPPO_ind", "PPO") if EPPO_BETTER_WHEN_HIGHER[metric] else ("PPO", "EPPO_ind")
+                cells = ["{:.1f} ± {:.1f}".format(*summarize.mean_se(list(averages[m].values()))) for m in METHODS]
+                print(f"| {network} | {metric} | " + " | ".join(cells) + f" | {p_text(averages[first], averages[second])} |")
 
-    print("\n#### Above the return of standing still (the step-0 evaluation)\n")
-    print("| method | seed | step-0 return | first step above it | later evaluations above it |")
-    print("|---|---:|---:|---:|---:|")
-    for method, by_seed in runs.items():
-        for seed, run in sorted(by_seed.items()):
-            baseline, first, above, later = standing_still(run[1], up_to)
-            print(f"| {method} | {seed} | {baseline:,.0f} | {'never' if first is None else f'{first:,}'} "
-                  f"| {above} of {later}" + (f" ({above / later:.0%}) |" if later else " |"))
+    if setting.env == "Ant":  # a HalfCheetah cannot fall: its step-0 return is about 0, no level to clear
+        print("\n#### Above the return of standing still (the step-0 evaluation)\n")
+        print("| method | seed | step-0 return | first step above it | later evaluations above it |")
+        print("|---|---:|---:|---:|---:|")
+        for method, by_seed in runs.items():
+            for seed, run in sorted(by_seed.items()):
+                baseline, first, above, later = standing_still(run[1], up_to)
+                print(f"| {method} | {seed} | {baseline:,.0f} | {'never' if first is None else f'{first:,}'} "
+                      f"| {above} of {later}" + (f" ({above / later:.0%}) |" if later else " |"))
 
     if plot_path:
         # the study's figure: every seed thin, the mean thick, the task changes dotted
@@ -219,8 +235,13 @@ def main(argv=None) -> int:
     parser.add_argument("setting_dir", help="e.g. docs/paper_length/outputs/paralysis/Ant/back-one")
     parser.add_argument("--up-to", type=int, help="cut every run at this step (default: the common last step)")
     parser.add_argument("--plot", help="also draw the curves into this image file")
+    parser.add_argument("--seeds", help="only these seeds, e.g. 1-5 (the finished ones while others still run)")
     args = parser.parse_args(argv)
-    return report(args.setting_dir, args.up_to, args.plot)
+    try:
+        seeds = None if args.seeds is None else runlist.parse_seeds(args.seeds)
+    except runlist.RunListError as error:
+        parser.error(str(error))
+    return report(args.setting_dir, args.up_to, args.plot, seeds)
 
 
 if __name__ == "__main__":

@@ -56,7 +56,7 @@ def report(setting_dir: str) -> int:
         same = "equal" if result["return_mean"] == last.return_mean else "DIFFERS"
         print(f"| {method} | {seed} | {result['return_mean']:,.0f} ± {result['return_std']:,.0f} "
               f"({result['return_min']:,.0f}, {result['return_max']:,.0f}) | {result['length_mean']:,.0f} "
-              f"| {last.return_mean:,.0f} ({same}) | {evaluations[0].return_mean:,.0f} |")
+              f"| {last.return_mean:,.0f} ({same}) | {round(evaluations[0].return_mean):,} |")  # round: no "-0"
     if skipped:
         print("\nNot at their last step (unfinished): " + "; ".join(skipped))
     return 0
