@@ -1,7 +1,9 @@
 """docs/paper_length/analyze.py (issue 23's tables) on synthetic run directories with known answers."""
 
 import importlib.util
+import json
 import os
+import shutil
 
 import numpy as np
 import pytest
@@ -81,7 +83,7 @@ def test_unfinished_runs_are_cut_at_their_common_step_and_say_so(tmp_path, capsy
     path.write_text("\n".join(row for row in rows if row.startswith("global_step") or int(row.split(",")[0]) <= 150) + "\n")
     assert analyze.main([str(setting_dir)]) == 0
     out = capsys.readouterr().out
-    assert "cut at step 150 of 300 per seed (UNFINISHED: 1 of 9 tasks ended; no verdict)" in out
+    assert "cut at step 150 of 300 per seed (UNFINISHED: 1 of 3 tasks ended; no verdict)" in out
     per_task = out.split("Per task")[1].split("Plasticity")[0]
     assert "| 2 |" not in per_task  # tasks 0 and 1 only
     # task 1 has begun (its AULC: the evaluation at step 150) but not ended: no return at its end yet
@@ -99,6 +101,18 @@ def test_final_episodes_reevaluate_each_runs_final_policy_and_check_its_last_eva
     assert final_episodes.main([str(setting_dir)]) == 0
     row = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| PPO | 1 |")]
     assert len(row) == 1 and row[0].split(" | ")[3] == "50" and "(equal)" in row[0]
+
+    # a copy whose last evaluation is missing is an unfinished run: named, not evaluated
+    unfinished = setting_dir / "PPO" / "seed2"
+    shutil.copytree(run_dir, unfinished)
+    config = json.loads((unfinished / "config.json").read_text())
+    config["args"]["seed"] = 2
+    (unfinished / "config.json").write_text(json.dumps(config))
+    lines = (unfinished / "evaluations.csv").read_text().splitlines()
+    (unfinished / "evaluations.csv").write_text("\n".join(lines[:-1]) + "\n")
+    assert final_episodes.main([str(setting_dir)]) == 0
+    out = capsys.readouterr().out
+    assert "| PPO | 2 |" not in out and "Unfinished, not evaluated: PPO seed 2 (last evaluation at step 384)" in out
 
     evaluations = run_dir / "evaluations.csv"
     lines = evaluations.read_text().splitlines()

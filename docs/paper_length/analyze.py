@@ -123,20 +123,8 @@ def p_text(better: dict, worse: dict) -> str:
     return f"{p:.3f} (n {n})"
 
 
-def report(setting_dir: str, up_to=None, plot_path=None, seeds=None) -> int:
-    runs = load(setting_dir, seeds)
-    reached = min(run[1][-1].global_step for by_seed in runs.values() for run in by_seed.values())
-    total = max(run[2] * run[3] for by_seed in runs.values() for run in by_seed.values())
-    up_to = reached if up_to is None else up_to
-    if up_to > reached:
-        raise SystemExit(f"error: --up-to {up_to} is beyond the step every run has reached ({reached})")
-    steps_per_task = next(iter(runs["PPO"].values()))[2]
-    tasks_ended = up_to // steps_per_task
-    parts = os.path.normpath(setting_dir).split(os.sep)[-3:]
-    setting = runlist.Setting(*parts)
-    print(f"### {setting}: cut at step {up_to:,} of {total:,} per seed "
-          + ("(every run complete)" if up_to == total else f"(UNFINISHED: {tasks_ended} of 9 tasks ended; no verdict)"))
-
+def print_metrics(runs: dict, setting, up_to: int, steps_per_task: int, tasks_ended: int) -> None:
+    """AULC and Final Return per method, beside the paper's."""
     metrics = {method: {seed: (summarize.aulc(cut(run[1], up_to)),
                                summarize.final_return(cut(run[1], up_to), steps_per_task, tasks_ended)
                                if tasks_ended else float("nan"))
@@ -160,6 +148,9 @@ def report(setting_dir: str, up_to=None, plot_path=None, seeds=None) -> int:
             print(f"| {method} | {len(values)} | {fmt(list(values.values()))} | {point:,.0f} [{low:,.0f}, {high:,.0f}] "
                   f"| {p_text(values, others)} | {paper_text} | {welch} | {seeds} |")
 
+
+def print_per_task(runs: dict, setting, up_to: int, steps_per_task: int, tasks_ended: int) -> None:
+    """Per task: AULC and the return at the task end, with the task's parameter."""
     parameter_name = "torque" if setting.experiment == "paralysis" else "friction"
     print("\n#### Per task: AULC and the return at the task end (mean ± se over seeds; p: EPPO_ind > PPO, one-sided "
           "paired" + ("; torque: the paralysed joints' scale, 1 = the intact robot, so task 0 is stationary training "
@@ -183,6 +174,9 @@ def report(setting_dir: str, up_to=None, plot_path=None, seeds=None) -> int:
                 + f" | {p_text(cells['EPPO_ind'], cells['PPO'])} |"
         print(row)
 
+
+def print_plasticity(runs: dict, up_to: int, tasks_ended: int) -> None:
+    """The plasticity metrics at every task end, and the paper's statistic (their average over the task ends)."""
     print("\n#### Plasticity at every task end (mean ± se over seeds; step 0: the initial networks)\n")
     plasticity = {method: {seed: plasticity_at_task_ends(run[0], up_to) for seed, run in by_seed.items()}
                   for method, by_seed in runs.items()}
@@ -214,15 +208,39 @@ def report(setting_dir: str, up_to=None, plot_path=None, seeds=None) -> int:
                 cells = ["{:.1f} ± {:.1f}".format(*summarize.mean_se(list(averages[m].values()))) for m in METHODS]
                 print(f"| {network} | {metric} | " + " | ".join(cells) + f" | {p_text(averages[first], averages[second])} |")
 
+
+def print_standing_still(runs: dict, up_to: int) -> None:
+    """On Ant: the step-0 return (standing still) and, per seed, when and how often the return gets above it."""
+    print("\n#### Above the return of standing still (the step-0 evaluation)\n")
+    print("| method | seed | step-0 return | first step above it | later evaluations above it |")
+    print("|---|---:|---:|---:|---:|")
+    for method, by_seed in runs.items():
+        for seed, run in sorted(by_seed.items()):
+            baseline, first, above, later = standing_still(run[1], up_to)
+            print(f"| {method} | {seed} | {baseline:,.0f} | {'never' if first is None else f'{first:,}'} "
+                  f"| {above} of {later}" + (f" ({above / later:.0%}) |" if later else " |"))
+
+
+def report(setting_dir: str, up_to=None, plot_path=None, seeds=None) -> int:
+    runs = load(setting_dir, seeds)
+    reached = min(run[1][-1].global_step for by_seed in runs.values() for run in by_seed.values())
+    total = max(run[2] * run[3] for by_seed in runs.values() for run in by_seed.values())
+    up_to = reached if up_to is None else up_to
+    if up_to > reached:
+        raise SystemExit(f"error: --up-to {up_to} is beyond the step every run has reached ({reached})")
+    steps_per_task = next(iter(runs["PPO"].values()))[2]
+    tasks_ended = up_to // steps_per_task
+    parts = os.path.normpath(setting_dir).split(os.sep)[-3:]
+    setting = runlist.Setting(*parts)
+    unfinished = f"(UNFINISHED: {tasks_ended} of {total // steps_per_task} tasks ended; no verdict)"
+    print(f"### {setting}: cut at step {up_to:,} of {total:,} per seed "
+          + ("(every run complete)" if up_to == total else unfinished))
+
+    print_metrics(runs, setting, up_to, steps_per_task, tasks_ended)
+    print_per_task(runs, setting, up_to, steps_per_task, tasks_ended)
+    print_plasticity(runs, up_to, tasks_ended)
     if setting.env == "Ant":  # a HalfCheetah cannot fall: its step-0 return is about 0, no level to clear
-        print("\n#### Above the return of standing still (the step-0 evaluation)\n")
-        print("| method | seed | step-0 return | first step above it | later evaluations above it |")
-        print("|---|---:|---:|---:|---:|")
-        for method, by_seed in runs.items():
-            for seed, run in sorted(by_seed.items()):
-                baseline, first, above, later = standing_still(run[1], up_to)
-                print(f"| {method} | {seed} | {baseline:,.0f} | {'never' if first is None else f'{first:,}'} "
-                      f"| {above} of {later}" + (f" ({above / later:.0%}) |" if later else " |"))
+        print_standing_still(runs, up_to)
 
     if plot_path:
         # the study's figure: every seed thin, the mean thick, the task changes dotted

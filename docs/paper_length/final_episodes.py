@@ -8,8 +8,7 @@ scripts/evaluate.py's `evaluate_run`: the paper's protocol (deterministic mean a
 seeded seed + 100 + i, the run's --eval-episodes and --torch-threads). That is the run's last evaluation again, so
 the table also checks that it reproduces exactly; what it adds is the spread over episodes and the episode lengths
 (an Ant episode ends early when the robot falls). Prints one Markdown row per run, the step-0 evaluation (the
-untrained policy: on Ant, standing still) beside it. Runs without a checkpoint at their last step are skipped and
-named.
+untrained policy: on Ant, standing still) beside it. Unfinished runs are named, not evaluated.
 """
 
 import argparse
@@ -41,24 +40,24 @@ def report(setting_dir: str) -> int:
     print("| method | seed | return, mean ± std (min, max) | mean episode length | the run's last evaluation "
           "| step-0 evaluation |")
     print("|---|---:|---|---:|---:|---:|")
-    skipped = []
+    unfinished = []
     for method, seed, run_dir in runs:
         evaluations = summarize.read_evaluations(os.path.join(run_dir, "evaluations.csv"))
         with open(os.path.join(run_dir, "config.json")) as f:
             config = json.load(f)
-        last_task = config["num_tasks"] - 1
-        result = evaluate.evaluate_run(run_dir, last_task, config["args"]["eval_episodes"])
-        last = evaluations[-1]
-        if result["global_step"] != last.global_step or last.task != last_task:
-            skipped.append(f"{method} seed {seed} (checkpoint at step {result['global_step']:,}, last evaluation "
-                           f"at {last.global_step:,})")
+        last, last_task = evaluations[-1], config["num_tasks"] - 1
+        if last.global_step != config["args"]["steps_per_task"] * config["num_tasks"]:
+            unfinished.append(f"{method} seed {seed} (last evaluation at step {last.global_step:,})")
             continue
-        same = "equal" if result["return_mean"] == last.return_mean else "DIFFERS"
+        result = evaluate.evaluate_run(run_dir, last_task, config["args"]["eval_episodes"])
+        # the final checkpoint is written at the last step: the same policy as the last evaluation, or it DIFFERS
+        same = "equal" if (result["global_step"], result["return_mean"]) == (last.global_step, last.return_mean) \
+            else "DIFFERS"
         print(f"| {method} | {seed} | {result['return_mean']:,.0f} ± {result['return_std']:,.0f} "
               f"({result['return_min']:,.0f}, {result['return_max']:,.0f}) | {result['length_mean']:,.0f} "
               f"| {last.return_mean:,.0f} ({same}) | {round(evaluations[0].return_mean):,} |")  # round: no "-0"
-    if skipped:
-        print("\nNot at their last step (unfinished): " + "; ".join(skipped))
+    if unfinished:
+        print("\nUnfinished, not evaluated: " + "; ".join(unfinished))
     return 0
 
 
