@@ -7,6 +7,7 @@ import shutil
 
 import numpy as np
 import pytest
+from scipy import stats
 
 from fake_algorithm import write_run
 from tiny_run import REPO_ROOT, run_script
@@ -92,8 +93,9 @@ def test_unfinished_runs_are_cut_at_their_common_step_and_say_so(tmp_path, capsy
 
 def test_final_episodes_reevaluate_each_runs_final_policy_and_check_its_last_evaluation(tmp_path, capsys):
     """A real tiny PPO run: its final policy on its last task returns exactly its last evaluation, and a HalfCheetah
-    episode never ends early, so the mean episode length is --max-episode-steps (50 in the tiny flags). A last
-    evaluation that was not what the policy returns is flagged."""
+    episode never ends early, so the mean episode length is --max-episode-steps (50 in the tiny flags). A run without
+    its last evaluation is named as unfinished, not evaluated; a last evaluation that was not what the policy returns
+    is flagged."""
     run_dir = tmp_path / "paralysis" / "HalfCheetah" / "back-one" / "PPO" / "seed1"
     result = run_script("ppo_continuous.py", run_dir)
     assert result.returncode == 0, result.stderr[-2000:]
@@ -126,8 +128,6 @@ def test_final_episodes_reevaluate_each_runs_final_policy_and_check_its_last_eva
 def test_welch_test_against_the_papers_mean_and_standard_error():
     """against_paper against the Welch test written out: t = (m - M) / sqrt(se^2 + SE^2) with the Welch-Satterthwaite
     degrees of freedom, two-sided; and p = 1 when our mean is the paper's."""
-    from scipy import stats
-
     values, paper_mean, paper_se = [3000.0, 4000.0, 5000.0, 6000.0], 3500.0, 150.0
     se = np.std(values, ddof=1) / np.sqrt(len(values))  # 645.5
     t = (np.mean(values) - paper_mean) / np.sqrt(se ** 2 + paper_se ** 2)  # 1.51
