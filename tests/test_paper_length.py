@@ -20,6 +20,10 @@ spec = importlib.util.spec_from_file_location("paper_length_final_episodes",
                                               os.path.join(REPO_ROOT, "docs", "paper_length", "final_episodes.py"))
 final_episodes = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(final_episodes)
+spec = importlib.util.spec_from_file_location("paper_length_anchor",
+                                              os.path.join(REPO_ROOT, "docs", "paper_length", "anchor.py"))
+anchor = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(anchor)
 
 
 def write_setting(root, finished=True, num_tasks=3):
@@ -134,3 +138,38 @@ def test_welch_test_against_the_papers_mean_and_standard_error():
     df = (se ** 2 + paper_se ** 2) ** 2 / (se ** 4 / (len(values) - 1) + paper_se ** 4 / (15 - 1))  # 3.3
     assert analyze.against_paper(values, paper_mean, paper_se) == pytest.approx(2 * stats.t.sf(abs(t), df), rel=1e-12)
     assert analyze.against_paper(values, 4500.0, paper_se) == pytest.approx(1.0)
+
+
+def test_anchor_table_and_its_check_against_the_paralysis_runs_task_0(tmp_path, capsys):
+    """Stationary runs of 1,000 steps returning 990 at step 0 (standing still) and step * seed / 2 after it, against
+    paralysis runs whose task 0 (500 steps) returns the same, except seed 3 from step 300 on."""
+    anchor_dir, paralysis_dir = tmp_path / "none" / "Ant" / "PPO", tmp_path / "paralysis" / "Ant" / "back-one" / "PPO"
+    for seed in (1, 2, 3):
+        def returns(step, task, seed=seed):
+            return 990.0 if step == 0 else step * seed / 2
+        write_run(str(anchor_dir / f"seed{seed}"), env_id="Ant-v5", experiment="none", seed=seed, steps_per_task=1000,
+                  num_tasks=1, eval_frequency=100, returns=returns)
+        write_run(str(paralysis_dir / f"seed{seed}"), env_id="Ant-v5", seed=seed, steps_per_task=500, num_tasks=2,
+                  eval_frequency=100, returns=lambda step, task, seed=seed, same=returns:
+                  same(step, task) + (1.0 if seed == 3 and step >= 300 else 0.0))
+    assert anchor.main([str(anchor_dir), "--paralysis", str(paralysis_dir), "--milestone", "500",
+                        "--plot", str(tmp_path / "anchor.png")]) == 0
+    assert (tmp_path / "anchor.png").stat().st_size > 10_000
+    out = capsys.readouterr().out
+    assert "cut at step 1,000 of 1,000 per seed (every run complete)" in out
+    # seed 1: 250 at step 500, 500 at 1,000; mean over the 11 evaluations (990 + 50 * (1 + ... + 10)) / 11 = 340;
+    # never above 990
+    assert "| 1 | 990 | 250 | 500 | 340 | 500 (1,000) | never | 0 of 10 |" in out
+    # seed 3: 1.5 * step > 990 from step 700 on: steps 700, 800, 900, 1,000; mean (990 + 150 * 55) / 11 = 840
+    assert "| 3 | 990 | 750 | 1,500 | 840 | 1,500 (1,000) | 700 | 4 of 10 |" in out
+    # over seeds (250, 500, 750) * k: standard error 250 k / sqrt(3); seed 2 is above 990 only at step 1,000
+    assert "| mean ± se (3 seeds) | 990 ± 0 | 500 ± 144 | 1,000 ± 289 | 590 ± 144 | 1,000 ± 289 | | 5 of 30 |" in out
+    assert "| 1 | identical (6 evaluations) |" in out and "| 3 | differs from step 300 |" in out
+
+    # an unfinished seed cuts every run at its last evaluation: no column at 1,000; seed 1's mean over its 7
+    # evaluations up to step 600 is (990 + 50 * (1 + ... + 6)) / 7 = 291
+    path = anchor_dir / "seed2" / "evaluations.csv"
+    path.write_text("\n".join(path.read_text().splitlines()[:8]) + "\n")  # steps 0-600
+    assert anchor.main([str(anchor_dir), "--milestone", "500"]) == 0
+    out = capsys.readouterr().out
+    assert "cut at step 600 of 1,000 per seed (UNFINISHED)" in out and "| 1 | 990 | 250 | 291 | 300 (600) |" in out

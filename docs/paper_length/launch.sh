@@ -16,6 +16,9 @@
 #   1. Ant-v5 paralysis back-one,         PPO and EPPO_ind, seeds 1-5 (one --num-seeds 5 process each)
 #   2. HalfCheetah-v5 paralysis back-one, PPO and EPPO_ind, seeds 1-8 (one --num-seeds 8 process each)
 #   3. Ant-v5 paralysis back-one,         PPO and EPPO_ind, seeds 6-8 (one --num-seeds 3 process each)
+#   4. the stationary anchor: PPO on the unchanged Ant-v5 (--experiment none), 2M steps, seeds 1-5 (processes of
+#      seeds 1-3 and 4-5), in $RUNS/none/Ant/PPO/seed<k>; its first 500k steps are paralysis task 0 again
+#      (the intact robot), so they must reproduce phase 1's PPO evaluations exactly (docs/paper_length/anchor.py)
 set -u
 PIN=aa9ecc08c8a64409385db303fd4960a1caf12cb3  # main when the runs began (2026-11-26)
 ROOT=${PAPER_LENGTH_ROOT:-/work/paper_length}
@@ -27,6 +30,9 @@ PHASES=(
     "paralysis/HalfCheetah/back-one 1-8 8"
     "paralysis/Ant/back-one 6-8 3"
 )
+ANCHOR_STEPS=2000000
+ANCHOR_PROCESSES=("1 3" "4 2")  # first seed, number of seeds
+RUNNING="^bash $ROOT/code/scripts/(sweep|run_one)\\.sh"  # a phase's sweep, or the anchor's run_one.sh
 
 status() {
     python3 - "$RUNS" <<'PY'
@@ -56,13 +62,15 @@ case ${1:-} in
         done
         echo "copied into $dest"; exit 0 ;;
     --stop)
+        # the sweep forwards the TERM to its runs; the anchor's run_one.sh (no sweep above it) gets its own
         pkill -TERM -f "^bash $ROOT/code/scripts/sweep.sh" || echo "no sweep running"
+        pkill -TERM -f "^bash $ROOT/code/scripts/run_one.sh $RUNS/none/" || echo "no anchor running"
         exit 0 ;;
     "") ;;
     *) echo "usage: $0 [--status | --stop | --collect]" >&2; exit 2 ;;
 esac
 
-if pgrep -f "^bash $ROOT/code/scripts/sweep.sh" >/dev/null; then
+if pgrep -f "$RUNNING" >/dev/null; then
     echo "already running:"; status; exit 0
 fi
 if [[ ! -d $CODE/.git ]]; then
@@ -80,6 +88,19 @@ echo "[launch $(date '+%F %T')] code $PIN, runs in $RUNS" >>"$ROOT/launch.log"
             --seeds-per-process "$per_process" --root "$RUNS" --workers 2 -- --torch-threads 1
         rc=$?
         ((rc == 0)) || { echo "[launch $(date '+%F %T')] phase $setting $seeds stopped (exit $rc)"; exit "$rc"; }
+    done
+    # phase 4: runlist.py knows only the paper's non-stationary settings, so the anchor's two processes are started
+    # here, each through run_one.sh as the sweep does (skipped when finished, logs appended, TERM forwarded)
+    pids=()
+    for process in "${ANCHOR_PROCESSES[@]}"; do
+        read -r first count <<<"$process"
+        nice -n 19 bash "$CODE/scripts/run_one.sh" "$RUNS/none/Ant/PPO/seed$first" \
+            "python3 $CODE/ppo_continuous.py --env-id Ant-v5 --experiment none --steps-per-task $ANCHOR_STEPS \
+--seed $first --num-seeds $count --run-dir '$RUNS/none/Ant/PPO/seed{seed}' --torch-threads 1 --env-threads 1" &
+        pids+=($!)
+    done
+    for pid in "${pids[@]}"; do
+        wait "$pid" || { rc=$?; echo "[launch $(date '+%F %T')] anchor stopped (exit $rc)"; exit "$rc"; }
     done
     echo "[launch $(date '+%F %T')] all phases finished"
 ) >>"$ROOT/launch.log" 2>&1 </dev/null &

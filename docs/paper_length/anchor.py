@@ -1,0 +1,161 @@
+"""The stationary anchor of issue 23: how far our PPO gets on the unchanged Ant-v5 in 2M steps.
+
+    python docs/paper_length/anchor.py docs/paper_length/outputs/none/Ant/PPO
+        [--paralysis docs/paper_length/outputs/paralysis/Ant/back-one/PPO] [--plot F.png] [--milestone 500000]
+
+Reads ANCHOR_DIR/seed<N>/ (config.json, evaluations.csv; copied there by `launch.sh --collect`): PPO runs with
+`--experiment none` and the paper's settings otherwise. Every run is cut at the last evaluation step every run has
+reached; the header says whether that is the end. Prints, in Markdown:
+1. per seed and as mean ± se over seeds: the step-0 evaluation (standing still: the untrained policy keeps the robot
+   upright and still), the evaluation every --milestone steps (500k: the paper's task length), the mean over all
+   evaluations (the AULC of a one-task run), the best later evaluation, and when and how often a later evaluation
+   is above standing still;
+2. with --paralysis (the PPO runs of the paralysis study): paralysis task 0 is the intact robot, so the anchor's
+   first --milestone steps are the same training as the study's task 0 and must give the same evaluations, bit for
+   bit (same seed, same code; the runs batch different seeds together, which must not matter). Per seed:
+   "identical" with the number of evaluations compared, or the first step at which they differ.
+With --plot: every seed's curve (thin), the mean (thick) and the seeds' mean step-0 return (dashed).
+"""
+
+import argparse
+import csv
+import json
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+from scripts import summarize  # noqa: E402
+
+MILESTONE = 500_000  # the paper's task length: the return at each multiple of it
+
+
+def load(directory: str) -> dict:
+    """seed -> (run_dir, evaluations) of every seed<N> run under ``directory`` that has evaluated at least once."""
+    runs = {}
+    for name in os.listdir(directory) if os.path.isdir(directory) else []:
+        run_dir = os.path.join(directory, name)
+        if os.path.exists(os.path.join(run_dir, "evaluations.csv")):
+            with open(os.path.join(run_dir, "config.json")) as f:
+                seed = json.load(f)["args"]["seed"]
+            evaluations = summarize.read_evaluations(os.path.join(run_dir, "evaluations.csv"))
+            if evaluations:
+                runs[seed] = (run_dir, evaluations)
+    if not runs:
+        raise SystemExit(f"error: no run with evaluations under {directory}/seed<N>/")
+    return dict(sorted(runs.items()))
+
+
+def seed_row(evaluations: list, milestones: list) -> dict:
+    """The numbers of one seed's row (evaluations already cut)."""
+    by_step = {e.global_step: e.return_mean for e in evaluations}
+    standing = evaluations[0].return_mean
+    later = [e for e in evaluations if e.global_step > 0]
+    above = [e.global_step for e in later if e.return_mean > standing]
+    best = max(later, key=lambda e: e.return_mean)
+    return {"standing": standing, "milestones": [by_step[step] for step in milestones],
+            "aulc": float(np.mean([e.return_mean for e in evaluations])), "best": (best.return_mean, best.global_step),
+            "first_above": above[0] if above else None, "above": len(above), "later": len(later)}
+
+
+def evaluation_rows(run_dir: str, up_to: int) -> list:
+    """The rows of the run's evaluations.csv up to ``up_to``, every field as written."""
+    with open(os.path.join(run_dir, "evaluations.csv"), newline="") as f:
+        return [row for row in csv.DictReader(f) if int(row["global_step"]) <= up_to]
+
+
+def compare(anchor_dir: str, paralysis_dir: str, up_to: int) -> str:
+    """'identical (n evaluations)' when both runs' evaluations up to ``up_to`` are equal in every field as written
+    (return mean, std, min and max, episodes); else the first step at which they differ."""
+    first, second = evaluation_rows(anchor_dir, up_to), evaluation_rows(paralysis_dir, up_to)
+    for a, b in zip(first, second):
+        if a != b:
+            return f"differs from step {int(a['global_step']):,}"
+    if len(first) != len(second):
+        return f"differs: {len(first)} vs {len(second)} evaluations"
+    return f"identical ({len(first)} evaluations)"
+
+
+def report(anchor_dir: str, paralysis_dir=None, plot_path=None, milestone: int = MILESTONE) -> int:
+    loaded = load(anchor_dir)
+    with open(os.path.join(next(iter(loaded.values()))[0], "config.json")) as f:
+        config = json.load(f)
+    total = config["args"]["steps_per_task"] * config["num_tasks"]
+    up_to = min(evaluations[-1].global_step for _, evaluations in loaded.values())
+    runs = {seed: [e for e in evaluations if e.global_step <= up_to] for seed, (_, evaluations) in loaded.items()}
+    milestones = list(range(milestone, up_to + 1, milestone))
+    print(f"### {config['args']['env_id']}, stationary, our PPO: cut at step {up_to:,} of {total:,} per seed "
+          + ("(every run complete)" if up_to == total else "(UNFINISHED)"))
+    print("\n| seed | step 0 (standing still) | " + " | ".join(f"at {m:,}" for m in milestones)
+          + " | mean over all evaluations | best evaluation after step 0 (step) | first step above standing still "
+          "| later evaluations above it |")
+    print("|---:|" + "---:|" * (len(milestones) + 5))
+    rows = {seed: seed_row(evaluations, milestones) for seed, evaluations in runs.items()}
+    for seed, row in rows.items():
+        first = "never" if row["first_above"] is None else f"{row['first_above']:,}"
+        print(f"| {seed} | {row['standing']:,.0f} | " + " | ".join(f"{v:,.0f}" for v in row["milestones"])
+              + f" | {row['aulc']:,.0f} | {row['best'][0]:,.0f} ({row['best'][1]:,}) | {first} "
+              f"| {row['above']} of {row['later']} |")
+
+    def column(values) -> str:
+        return "{:,.0f} ± {:,.0f}".format(*summarize.mean_se(values))
+
+    print(f"| mean ± se ({len(rows)} seeds) | {column([r['standing'] for r in rows.values()])} | "
+          + " | ".join(column([r["milestones"][i] for r in rows.values()]) for i in range(len(milestones)))
+          + f" | {column([r['aulc'] for r in rows.values()])} | {column([r['best'][0] for r in rows.values()])} "
+          f"| | {sum(r['above'] for r in rows.values())} of {sum(r['later'] for r in rows.values())} |")
+
+    if paralysis_dir:
+        study = load(paralysis_dir)
+        print(f"\n#### The first {milestone:,} steps against the paralysis study's task 0 (the intact robot)\n")
+        print(f"| seed | evaluations up to step {milestone:,} |")
+        print("|---:|---|")
+        for seed, (run_dir, _) in loaded.items():
+            verdict = compare(run_dir, study[seed][0], milestone) if seed in study else "no paralysis run"
+            print(f"| {seed} | {verdict} |")
+
+    if plot_path:
+        plot(runs, plot_path, f"{config['args']['env_id']}, stationary, our PPO: every seed (thin) and the mean "
+                              f"(thick); dashed: standing still (step 0)")
+    return 0
+
+
+def plot(runs: dict, path: str, title: str) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(9, 4.5))
+    steps = [e.global_step for e in min(runs.values(), key=len)]
+    for seed, evaluations in runs.items():
+        ax.plot([e.global_step for e in evaluations], [e.return_mean for e in evaluations], lw=0.7, alpha=0.6,
+                label=f"seed {seed}")
+    mean = np.mean([[e.return_mean for e in evaluations[:len(steps)]] for evaluations in runs.values()], axis=0)
+    ax.plot(steps, mean, lw=2.5, color="black", label="mean")
+    ax.axhline(np.mean([evaluations[0].return_mean for evaluations in runs.values()]), ls="--", color="grey")
+    ax.set_xlabel("environment steps")
+    ax.set_ylabel("evaluation return (10 episodes)")
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=7, ncol=3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    print(f"wrote {path}")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("anchor_dir", help="e.g. docs/paper_length/outputs/none/Ant/PPO")
+    parser.add_argument("--paralysis", help="the paralysis study's PPO runs, to check the first 500k steps against")
+    parser.add_argument("--plot", help="also draw the curves into this image file")
+    parser.add_argument("--milestone", type=int, default=MILESTONE,
+                        help=f"print the return every this many steps; also the steps checked against --paralysis "
+                             f"(default {MILESTONE:,}: the paper's task length, paralysis task 0)")
+    args = parser.parse_args(argv)
+    if args.milestone < 1:
+        parser.error(f"--milestone must be >= 1, got {args.milestone}")
+    return report(args.anchor_dir, args.paralysis, args.plot, args.milestone)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
