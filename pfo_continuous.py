@@ -1259,13 +1259,16 @@ def write_checkpoint(run: Run) -> None:
 
 
 def truncate_csv(path: str, last_step: int) -> None:
-    """Drop rows logged after ``last_step`` (they will be logged again, identically, after a resume)."""
+    """Drop rows logged after ``last_step`` (they will be logged again, identically, after a resume). The kept rows
+    are written back by csv.writer, as CsvLog writes them (its "\\r\\n" line ends), so that a resumed file is byte
+    for byte the file of a run that was never stopped."""
     if not os.path.exists(path):
         return
     with open(path, newline="") as f:
         rows = list(csv.reader(f))
-    kept = [rows[0]] + [row for row in rows[1:] if row and int(row[0]) <= last_step]
-    atomic_write_bytes(path, lambda f: f.write("".join(",".join(row) + "\n" for row in kept).encode()))
+    kept = io.StringIO()
+    csv.writer(kept).writerows([rows[0]] + [row for row in rows[1:] if row and int(row[0]) <= last_step])
+    atomic_write_bytes(path, lambda f: f.write(kept.getvalue().encode()))
 
 
 def last_logged_return(path: str) -> float:

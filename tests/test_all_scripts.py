@@ -135,9 +135,10 @@ def saved_networks(checkpoint: dict) -> list:
 
 
 def assert_same_seed_outputs(dir_a, dir_b) -> None:
-    """Two run directories of one seed hold bit-identical evaluations and final networks."""
-    with open(dir_a / "evaluations.csv") as a, open(dir_b / "evaluations.csv") as b:
-        assert a.read() == b.read()
+    """Two run directories of one seed hold byte-identical evaluations and plasticity logs (line ends included: a
+    resume rewrites them) and bit-identical final networks."""
+    for name in ("evaluations.csv", "plasticity.csv"):
+        assert (dir_a / name).read_bytes() == (dir_b / name).read_bytes(), name
     final_a = torch.load(dir_a / "checkpoint.pt", weights_only=False)
     final_b = torch.load(dir_b / "checkpoint.pt", weights_only=False)
     assert final_a["global_step"] == final_b["global_step"]
