@@ -146,7 +146,8 @@ def plot(runs: dict, path: str, title: str) -> None:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("anchor_dir", help="e.g. docs/paper_length/outputs/none/Ant/PPO")
-    parser.add_argument("--paralysis", help="the paralysis study's PPO runs, to check the first 500k steps against")
+    parser.add_argument("--paralysis",
+                        help="the paralysis study's PPO runs, to check the first --milestone steps against")
     parser.add_argument("--plot", help="also draw the curves into this image file")
     parser.add_argument("--milestone", type=int, default=MILESTONE,
                         help=f"print the return every this many steps; also the steps checked against --paralysis "
