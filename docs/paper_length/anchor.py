@@ -26,6 +26,8 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import analyze  # noqa: E402  (the paralysis study's tables: its standing-still statistic)
 from scripts import summarize  # noqa: E402
 
 MILESTONE = 500_000  # the paper's task length: the return at each multiple of it
@@ -50,13 +52,11 @@ def load(directory: str) -> dict:
 def seed_row(evaluations: list, milestones: list) -> dict:
     """The numbers of one seed's row (evaluations already cut)."""
     by_step = {e.global_step: e.return_mean for e in evaluations}
-    standing = evaluations[0].return_mean
-    later = [e for e in evaluations if e.global_step > 0]
-    above = [e.global_step for e in later if e.return_mean > standing]
-    best = max(later, key=lambda e: e.return_mean)
+    standing, first_above, above, later = analyze.standing_still(evaluations, evaluations[-1].global_step)
+    best = max((e for e in evaluations if e.global_step > 0), key=lambda e: e.return_mean)
     return {"standing": standing, "milestones": [by_step[step] for step in milestones],
             "aulc": float(np.mean([e.return_mean for e in evaluations])), "best": (best.return_mean, best.global_step),
-            "first_above": above[0] if above else None, "above": len(above), "later": len(later)}
+            "first_above": first_above, "above": above, "later": later}
 
 
 def evaluation_rows(run_dir: str, up_to: int) -> list:
