@@ -408,6 +408,8 @@ class BatchedEnv:
     The control cost is computed in the dtype of ``actions`` exactly as gymnasium computes it on the
     action it is given (float32 actions give a float32 control cost), so pass the same array type.
     Paralysis scales ``actuator_gear`` without ``mj_setConst``, as ``NonstationaryEnv`` does.
+    ``include_cfrc_ext_in_observation=False`` (Ant-v5 only) is gymnasium's kwarg of that name: the observation
+    without the contact forces (27 entries instead of 105); the reward still charges their cost.
     """
 
     def __init__(
@@ -420,6 +422,7 @@ class BatchedEnv:
         num_sims: int,
         nthread: int = 1,
         max_episode_steps: int = 1000,
+        include_cfrc_ext_in_observation: bool = True,
     ):
         import mujoco.batch  # noqa: F401  (a submodule: not loaded by `import mujoco`)
 
@@ -435,10 +438,14 @@ class BatchedEnv:
         self.num_sims = int(num_sims)
         self.max_episode_steps = int(max_episode_steps)
         self._schedule = task_schedule(env_id, experiment, strategy)
+        if not include_cfrc_ext_in_observation and env_id != "Ant-v5":
+            raise ValueError(f"include_cfrc_ext_in_observation=False applies to Ant-v5 only, not {env_id}")
+        # Ant-v5's observation without its 78 contact-force entries is gymnasium's kwarg of the same name
+        gym_kwargs = {} if include_cfrc_ext_in_observation else {"include_cfrc_ext_in_observation": False}
 
         # Build gymnasium's env once to take its compiled model and default v5 constants from it.
         with _without_settotalmass_warning():
-            env = gym.make(env_id)
+            env = gym.make(env_id, **gym_kwargs)
         base = env.unwrapped
         model = base.model
         joints = actuator_joint_names(model)
@@ -460,8 +467,9 @@ class BatchedEnv:
         self._ctrl_cost_weight = base._ctrl_cost_weight
         self._forward_reward_weight = base._forward_reward_weight
         if self._is_ant:
-            if not (base._exclude_current_positions_from_observation and base._include_cfrc_ext_in_observation):
-                raise ValueError("BatchedEnv supports Ant-v5's default observation only")
+            if not base._exclude_current_positions_from_observation:
+                raise ValueError("BatchedEnv supports Ant-v5's default observation (and without cfrc_ext) only")
+            self._include_cfrc = bool(base._include_cfrc_ext_in_observation)
             self._contact_cost_weight = base._contact_cost_weight
             self._healthy_reward = base._healthy_reward
             self._terminate_when_unhealthy = base._terminate_when_unhealthy
@@ -472,6 +480,7 @@ class BatchedEnv:
         else:
             if not base._exclude_current_positions_from_observation:
                 raise ValueError("BatchedEnv supports HalfCheetah-v5's default observation only")
+            self._include_cfrc = False
             self._skip_qpos = 1
         self.single_observation_space = base.observation_space
         self.single_action_space = base.action_space
@@ -481,7 +490,7 @@ class BatchedEnv:
         nq, nv, nu = model.nq, model.nv, model.nu
         self.action_dim = nu
         self._nq, self._nv = nq, nv
-        cfrc_size = (model.nbody - 1) * 6 if self._is_ant else 0
+        cfrc_size = (model.nbody - 1) * 6 if self._is_ant and self._include_cfrc else 0
         self.observation_dim = nq - self._skip_qpos + nv + cfrc_size
         assert self.observation_dim == self.single_observation_space.shape[0]
 
@@ -686,7 +695,7 @@ class BatchedEnv:
         b = a + self._nv
         obs[:, :a] = qpos[:, self._skip_qpos:]
         obs[:, a:b] = qvel
-        if self._is_ant:
+        if self._is_ant and self._include_cfrc:
             if contact_forces is None:
                 min_value, max_value = self._contact_force_range
                 contact_forces = np.clip(self._cfrc[ids], min_value, max_value)

@@ -72,10 +72,36 @@ class Args:
     """coefficient of the entropy bonus"""
     max_grad_norm: float = 0.5
     """maximum gradient norm (clipped separately for actor and critic)"""
+    joint_optimizer: bool = False
+    """train actor and critic as one Adam does (SB3, CleanRL): on actor loss + --vf-coef x critic loss with one
+    gradient-norm clip over both networks; off: each network its own loss and clip (Algorithm 1 updates theta and
+    phi separately)"""
+    vf_coef: float = 0.5
+    """with --joint-optimizer, the critic loss's coefficient in the joint loss (SB3's and CleanRL's 0.5)"""
     target_kl: Optional[float] = None
     """stop the update epochs early when the approximate KL exceeds this"""
     hidden_dim: int = 256
     """width of the two hidden layers of the actor and of the critic"""
+    activation: Literal["relu", "tanh"] = "relu"
+    """activation of the hidden layers (the paper: ReLU; CleanRL and Stable-Baselines3: tanh)"""
+    layer_norm: Literal["affine", "plain", "none"] = "affine"
+    """LayerNorm before each hidden activation: with learnable gain and shift (affine: the paper's LayerNorm, as
+    nn.LayerNorm), without them (plain: the authors' ObjectRL, elementwise_affine=False) or none (CleanRL, SB3)"""
+    init: Literal["orthogonal", "torch"] = "orthogonal"
+    """weight initialization: orthogonal with CleanRL's gains (sqrt(2) hidden, 1 value head, --policy-head-gain)
+    and zero biases; torch: nn.Linear's own default, uniform in +-1/sqrt(fan_in) for weights and biases (ObjectRL)"""
+    policy_head_gain: float = 0.01
+    """orthogonal gain of the policy's mean head (CleanRL and SB3: 0.01; applies to --init orthogonal)"""
+    log_std_init: float = 0.0
+    """initial log standard deviation of the policy (the same for every action dimension; 0: std 1)"""
+    log_std_max: Optional[float] = None
+    """clamp the log standard deviation at this value in the policy (ObjectRL: -1, std 0.37; the clamp passes no
+    gradient above it, so from --log-std-init 0 the std stays exp(-1)); None: no clamp"""
+    learn_log_std: bool = True
+    """learn the log standard deviation (a parameter of the actor); --no-learn-log-std keeps --log-std-init"""
+    norm_obs: bool = True
+    """feed the networks observations normalized by their running mean and std, clipped (gymnasium's
+    NormalizeObservation; the paper never mentions it); --no-norm-obs feeds the raw observations"""
     normalization_clip: float = 10.0
     """normalized observations and rewards are clipped to +- this value"""
     norm_reward: bool = True
@@ -103,12 +129,15 @@ def validate_method(args: Args) -> None:
     for name in ("update_epochs", "hidden_dim"):
         if getattr(args, name) < 1:
             raise ValueError(f"--{name.replace('_', '-')} must be a positive integer, got {getattr(args, name)}")
+    validate_policy(args)
     if not args.learning_rate > 0:
         raise ValueError(f"--learning-rate must be > 0, got {args.learning_rate}")
     if not 0 < args.gamma <= 1 or not 0 <= args.gae_lambda <= 1:
         raise ValueError(f"--gamma must be in (0, 1] and --gae-lambda in [0, 1], got {args.gamma}, {args.gae_lambda}")
     if not args.clip_coef > 0:
         raise ValueError(f"--clip-coef must be > 0, got {args.clip_coef}")
+    if not args.vf_coef > 0 or (args.vf_coef != Args.vf_coef and not args.joint_optimizer):
+        raise ValueError(f"--vf-coef must be > 0 and applies to --joint-optimizer only, got {args.vf_coef}")
     if args.ent_coef < 0:
         raise ValueError(f"--ent-coef must be >= 0, got {args.ent_coef}")
     if args.target_kl is not None and args.num_seeds > 1:
@@ -117,16 +146,28 @@ def validate_method(args: Args) -> None:
         raise ValueError(f"--feature-coef must be a finite number >= 0, got {args.feature_coef}")
 
 
+def validate_policy(args: Args) -> None:
+    """The checks of the network and policy flags."""
+    if not (args.policy_head_gain > 0 and math.isfinite(args.policy_head_gain)):
+        raise ValueError(f"--policy-head-gain must be a finite number > 0, got {args.policy_head_gain}")
+    if args.init == "torch" and args.policy_head_gain != Args.policy_head_gain:
+        raise ValueError("--policy-head-gain applies to --init orthogonal only (--init torch draws the head as "
+                         "every layer)")
+    for name in ("log_std_init", "log_std_max"):
+        if getattr(args, name) is not None and not math.isfinite(getattr(args, name)):
+            raise ValueError(f"--{name.replace('_', '-')} must be a finite number, got {getattr(args, name)}")
+
+
 # ---- Networks: one actor and one critic per seed (K stacked copies; the layers are below the marker) ----
 
 
 class Critic(nn.Module):
     """Value network: (seeds, samples, obs_dim) -> (seeds, samples)."""
 
-    def __init__(self, obs_dim: int, hidden_dim: int, generators: list):
+    def __init__(self, obs_dim: int, args: Args, generators: list):
         super().__init__()
-        self.trunk = mlp_trunk(obs_dim, hidden_dim, generators)
-        self.head = layer_init(StackedLinear(len(generators), hidden_dim, 1), generators, std=1.0)
+        self.trunk = mlp_trunk(obs_dim, args, generators)
+        self.head = layer_init(StackedLinear(len(generators), args.hidden_dim, 1), generators, std=1.0, init=args.init)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.head(self.trunk(x)).squeeze(-1)
@@ -140,42 +181,52 @@ class Critic(nn.Module):
         activations = []
         for module in self.trunk:
             x = module(x)
-            if isinstance(module, nn.ReLU):
+            if isinstance(module, HIDDEN_ACTIVATIONS):
                 activations.append(x)
         return activations
 
 
 class Actor(nn.Module):
-    """Diagonal Gaussian policy with a state-independent log standard deviation: forward gives the mean."""
+    """Diagonal Gaussian policy with a state-independent log standard deviation: forward gives the mean,
+    action_log_std() the log std that the policy uses (the parameter, clamped at --log-std-max)."""
 
-    def __init__(self, obs_dim: int, action_dim: int, hidden_dim: int, generators: list):
+    def __init__(self, obs_dim: int, action_dim: int, args: Args, generators: list):
         super().__init__()
-        self.trunk = mlp_trunk(obs_dim, hidden_dim, generators)
-        self.mean_head = layer_init(StackedLinear(len(generators), hidden_dim, action_dim), generators, std=0.01)
-        self.log_std = nn.Parameter(torch.zeros(len(generators), 1, action_dim))
+        self.trunk = mlp_trunk(obs_dim, args, generators)
+        self.mean_head = layer_init(StackedLinear(len(generators), args.hidden_dim, action_dim), generators,
+                                    std=args.policy_head_gain, init=args.init)
+        self.log_std = nn.Parameter(torch.full((len(generators), 1, action_dim), args.log_std_init),
+                                    requires_grad=args.learn_log_std)
+        self.log_std_max = args.log_std_max
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.mean_head(self.trunk(x))
+
+    def action_log_std(self) -> torch.Tensor:
+        # ObjectRL's upper clamp: no gradient reaches a log std above the bound
+        return self.log_std if self.log_std_max is None else self.log_std.clamp(max=self.log_std_max)
 
     features = Critic.features
     hidden_activations = Critic.hidden_activations
 
     def preactivation_features(self, x: torch.Tensor) -> torch.Tensor:
-        """PFO: input of the last ReLU (the last LayerNorm's output), the features PFO keeps close; the original
-        code regularizes the last layer's pre-activations by default (feature_trust_use_preactivation)."""
+        """PFO: input of the last hidden activation (the last LayerNorm's output; the last Linear's with --layer-norm
+        none), the features PFO keeps close; the original code regularizes the last layer's pre-activations by
+        default (feature_trust_use_preactivation)."""
         return self.trunk[:-1](x)
 
     def mean_from_preactivation(self, preactivation: torch.Tensor) -> torch.Tensor:
-        """PFO: the action mean from preactivation_features (the same operations as forward, one trunk pass)."""
-        return self.mean_head(torch.relu(preactivation))
+        """PFO: the action mean from preactivation_features (the same operations as forward, one trunk pass: the
+        trunk's last module is its last activation, ReLU or tanh)."""
+        return self.mean_head(self.trunk[-1](preactivation))
 
 
 def make_agent(args: Args, obs_dim: int, action_dim: int, generators: list, device: torch.device):
     """Everything the method learns or keeps between updates; the checkpoint saves each entry by its name.
     Separate actor and critic with separate Adam optimizers (paper, Appendix B); the reward normalizer's
     statistics and each env's discounted return (training_reward)."""
-    actor = Actor(obs_dim, action_dim, args.hidden_dim, generators).to(device)
-    critic = Critic(obs_dim, args.hidden_dim, generators).to(device)
+    actor = Actor(obs_dim, action_dim, args, generators).to(device)
+    critic = Critic(obs_dim, args, generators).to(device)
     return Agent(actor=actor, critic=critic,
                  actor_optimizer=SeedwiseAdam(actor.parameters(), lr=args.learning_rate, eps=1e-5),
                  critic_optimizer=SeedwiseAdam(critic.parameters(), lr=args.learning_rate, eps=1e-5),
@@ -190,7 +241,7 @@ def rollout_policy(agent, args: Args, generators: list, device: torch.device):
     """Algorithm 1, lines 3-4: a ~ N(actor(s), exp(log_std)^2). The noise of the whole rollout is drawn up front,
     each seed's from its own generator, (T, seeds, envs, action_dim). Returns ``act(obs, step)``: the actions of
     rollout step ``step`` for the normalized observations (seeds, envs, obs_dim), as a tensor."""
-    action_std = torch.exp(agent.actor.log_std.detach())
+    action_std = torch.exp(agent.actor.action_log_std().detach())
     noise_shape = (args.num_steps, args.num_envs, agent.actor.log_std.shape[-1])
     action_noise = torch.stack([torch.randn(noise_shape, generator=generator) for generator in generators],
                                dim=1).to(device)
@@ -265,14 +316,14 @@ def ppo_loss(agent, mb, args: Args) -> tuple:
     """The losses of one minibatch (Algorithm 1, lines 21-24), per seed: the clipped surrogate (plus the entropy
     bonus and PFO's feature trust-region penalty) for the actor and the squared error for the critic; and what is
     logged of them."""
+    log_std = agent.actor.action_log_std()
     features = agent.actor.preactivation_features(mb["obs"])  # PFO:
-    new_log_probs = gaussian_log_prob(mb["actions"], agent.actor.mean_from_preactivation(features),
-                                      agent.actor.log_std)
+    new_log_probs = gaussian_log_prob(mb["actions"], agent.actor.mean_from_preactivation(features), log_std)
     log_ratio = new_log_probs - mb["old_log_probs"]
     ratio = log_ratio.exp()
     pg_loss = torch.max(-mb["advantages"] * ratio,
                         -mb["advantages"] * torch.clamp(ratio, 1 - args.clip_coef, 1 + args.clip_coef)).mean(-1)
-    entropy = gaussian_entropy(agent.actor.log_std).squeeze(-1)
+    entropy = gaussian_entropy(log_std).squeeze(-1)
     feature_distance = feature_trust_region_penalty(features, mb["old_features"])  # PFO: (seeds,)
     actor_loss = pg_loss - args.ent_coef * entropy + args.feature_coef * feature_distance
 
@@ -282,7 +333,7 @@ def ppo_loss(agent, mb, args: Args) -> tuple:
         v_loss = torch.max((new_values - mb["returns"]) ** 2, (clipped_values - mb["returns"]) ** 2).mean(-1)
     else:
         v_loss = ((new_values - mb["returns"]) ** 2).mean(-1)  # Algorithm 1: plain MSE
-    critic_loss = v_loss
+    critic_loss = args.vf_coef * v_loss if args.joint_optimizer else v_loss
 
     with torch.no_grad():
         stats = {"policy_loss": pg_loss, "value_loss": v_loss, "entropy": entropy,
@@ -306,7 +357,7 @@ def compute_advantages(run, rollout, args: Args) -> dict:
         # not change during the rollout, so these equal the features it had when it acted): (seeds, batch, units)
         old_features = agent.actor.preactivation_features(rollout.obs)
         old_log_probs = gaussian_log_prob(rollout.actions, agent.actor.mean_from_preactivation(old_features),
-                                          agent.actor.log_std)
+                                          agent.actor.action_log_std())
         # gae runs over time first: (T, seeds, envs) views of the (seeds, T, envs) rollout
         advantages = time_major(gae(time_major(rollout.rewards), time_major(values), time_major(next_values),
                                     time_major(rollout.terminations), time_major(rollout.dones), args.gamma,
@@ -339,9 +390,11 @@ def update(run, batch: dict, args: Args) -> dict:
 def log_update(run, batch: dict, means: dict) -> None:
     """CleanRL's charts/ and losses/ tags: each seed's means over the minibatch steps it took in this update."""
     y_pred, y_true = batch["values"].cpu().numpy(), batch["returns"].cpu().numpy()
+    action_std = torch.exp(run.agent.actor.action_log_std().detach()).mean((1, 2)).cpu().numpy()
     for k, log in updated_seeds(run):
         var_y = np.var(y_true[k])
         log("charts/learning_rate", run.agent.actor_optimizer.param_groups[0]["lr"])
+        log("charts/action_std", action_std[k])  # the policy's std, mean over action dimensions
         for name in ("value_loss", "policy_loss", "entropy", "old_approx_kl", "approx_kl", "clipfrac"):
             log(f"losses/{name}", means[name][k])
         log("losses/explained_variance", np.nan if var_y == 0 else 1 - np.var(y_true[k] - y_pred[k]) / var_y)
@@ -377,7 +430,9 @@ def main(argv: list) -> int:
 #   - the method defines METHOD_FUNCTIONS: method_name, run_tag, validate_method, make_agent, rollout_policy,
 #     evaluation_action, training_reward, compute_advantages, update, log_update, set_learning_rate, main;
 #   - its Args has METHOD_ARGS, the only method fields read here: num_steps (rollout length), minibatch_size
-#     (minibatches), max_grad_norm (optimizer_step) and normalization_clip (observation normalization);
+#     (minibatches), max_grad_norm and joint_optimizer (optimizer_step), normalization_clip and norm_obs
+#     (observation normalization),
+#     hidden_dim, activation, layer_norm and init (mlp_trunk, layer_init);
 #   - make_agent's Agent has AGENT_FIELDS: actor and critic (stacked over seeds, with hidden_activations(x) for
 #     the plasticity metrics) and critic_optimizer (plasticity/critic_max_abs_grad); optimizer_step steps
 #     agent.{name}_optimizer for each loss name.
@@ -386,7 +441,8 @@ def main(argv: list) -> int:
 
 METHOD_FUNCTIONS = ("method_name", "run_tag", "validate_method", "make_agent", "rollout_policy", "evaluation_action",
                     "training_reward", "compute_advantages", "update", "log_update", "set_learning_rate", "main")
-METHOD_ARGS = ("num_steps", "minibatch_size", "max_grad_norm", "normalization_clip")
+METHOD_ARGS = ("num_steps", "minibatch_size", "max_grad_norm", "joint_optimizer", "normalization_clip", "norm_obs",
+               "hidden_dim", "activation", "layer_norm", "init")
 AGENT_FIELDS = ("actor", "critic", "critic_optimizer")
 EXIT_INVALID_CONFIG = 2
 EXIT_NONFINITE = 3
@@ -450,6 +506,9 @@ class RunArgs:
     """number of tasks to run from the start of the schedule (0 = the whole schedule: 15 slippery, 9 paralysis)"""
     max_episode_steps: int = 1000
     """episode length limit (truncation) for training and evaluation"""
+    include_cfrc_ext_in_observation: bool = True
+    """Ant-v5: keep its 78 contact-force entries in the observation (gymnasium's default, 105 entries);
+    --no-include-cfrc-ext-in-observation gives the 27 of positions and velocities (the reward is unchanged)"""
     num_envs: int = 1
     """the number of parallel training environments per seed (stepped in this process)"""
     env_threads: int = 0
@@ -526,37 +585,57 @@ class StackedLinear(nn.Module):
 
 
 class StackedLayerNorm(nn.Module):
-    """One ``nn.LayerNorm`` per seed (elementwise affine parameters of shape (seeds, 1, dim))."""
+    """One ``nn.LayerNorm`` per seed (elementwise affine parameters of shape (seeds, 1, dim)); with
+    ``affine=False`` one ``nn.LayerNorm(dim, elementwise_affine=False)``, which has no parameters."""
 
-    def __init__(self, num_seeds: int, dim: int):
+    def __init__(self, num_seeds: int, dim: int, affine: bool = True):
         super().__init__()
-        self.weight = nn.Parameter(torch.ones(num_seeds, 1, dim))
-        self.bias = nn.Parameter(torch.zeros(num_seeds, 1, dim))
+        if affine:
+            self.weight = nn.Parameter(torch.ones(num_seeds, 1, dim))
+            self.bias = nn.Parameter(torch.zeros(num_seeds, 1, dim))
+        self.affine = affine
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if not self.affine:
+            return F.layer_norm(x, x.shape[-1:])
         return torch.addcmul(self.bias, F.layer_norm(x, x.shape[-1:]), self.weight)
 
 
-def layer_init(layer: StackedLinear, generators: list, std: float = np.sqrt(2), bias_const: float = 0.0) -> StackedLinear:
-    """CleanRL's orthogonal initialization, seed k's slice drawn from seed k's generator only."""
+def layer_init(layer: StackedLinear, generators: list, std: float = np.sqrt(2), bias_const: float = 0.0,
+               init: str = "orthogonal") -> StackedLinear:
+    """CleanRL's orthogonal initialization (gain ``std``, biases ``bias_const``), or with ``init="torch"``
+    nn.Linear's own (reset_parameters: weights kaiming_uniform_(a=sqrt(5)), i.e. uniform in +-1/sqrt(fan_in), then
+    biases uniform in the same range; ``std`` and ``bias_const`` unused). Seed k's slice is drawn from seed k's
+    generator only."""
     with torch.no_grad():
+        if init == "torch":
+            bound = 1.0 / math.sqrt(layer.weight.shape[-1])
+            for weight, bias, generator in zip(layer.weight, layer.bias, generators):
+                torch.nn.init.kaiming_uniform_(weight, a=math.sqrt(5), generator=generator)
+                torch.nn.init.uniform_(bias, -bound, bound, generator=generator)
+            return layer
         for weight, generator in zip(layer.weight, generators):
             torch.nn.init.orthogonal_(weight, std, generator=generator)
         layer.bias.fill_(bias_const)
     return layer
 
 
-def mlp_trunk(input_dim: int, hidden_dim: int, generators: list) -> nn.Sequential:
-    """Linear -> LayerNorm -> ReLU, twice (paper, Appendix B)."""
-    num_seeds = len(generators)
-    return nn.Sequential(
-        layer_init(StackedLinear(num_seeds, input_dim, hidden_dim), generators),
-        StackedLayerNorm(num_seeds, hidden_dim),
-        nn.ReLU(),
-        layer_init(StackedLinear(num_seeds, hidden_dim, hidden_dim), generators),
-        StackedLayerNorm(num_seeds, hidden_dim),
-        nn.ReLU(),
-    )
+# the hidden activations that --activation offers; hidden_activations() collects their outputs
+ACTIVATIONS = {"relu": nn.ReLU, "tanh": nn.Tanh}
+HIDDEN_ACTIVATIONS = tuple(ACTIVATIONS.values())
+
+
+def mlp_trunk(input_dim: int, args, generators: list) -> nn.Sequential:
+    """Linear -> LayerNorm -> ReLU, twice (paper, Appendix B), --hidden-dim wide; --layer-norm, --activation and
+    --init choose the other readings (LayerNorm without gain and shift, or none; tanh; nn.Linear's init)."""
+    num_seeds, width = len(generators), args.hidden_dim
+    layers = []
+    for in_features in (input_dim, width):
+        layers.append(layer_init(StackedLinear(num_seeds, in_features, width), generators, init=args.init))
+        if args.layer_norm != "none":
+            layers.append(StackedLayerNorm(num_seeds, width, affine=args.layer_norm == "affine"))
+        layers.append(ACTIVATIONS[args.activation]())
+    return nn.Sequential(*layers)
 
 
 def single_seed_network(network: nn.Module, seed_index: int) -> nn.Module:
@@ -625,9 +704,10 @@ class SeedwiseAdam(optim.Optimizer):
         return torch.cat([p.grad.flatten(1) for p in self.params if p.grad is not None], dim=1).abs().amax(dim=1)
 
     @torch.no_grad()
-    def clip_grad_norms_(self, max_norm: float) -> torch.Tensor:
-        """``clip_grad_norm_`` for each seed separately; returns the per-seed norms before clipping."""
-        norms = self.gradient_norms()
+    def clip_grad_norms_(self, max_norm: float, norms: Optional[torch.Tensor] = None) -> torch.Tensor:
+        """``clip_grad_norm_`` for each seed separately; returns the per-seed norms before clipping. ``norms``: clip
+        by these (seeds,) norms instead of this optimizer's own (one clip over several optimizers' gradients)."""
+        norms = self.gradient_norms() if norms is None else norms
         scale = (max_norm / (norms + 1e-6)).clamp(max=1.0)
         if self.params[0].is_cuda:
             for p in self.params:
@@ -855,7 +935,17 @@ def make_env(args: Args, num_sims: int) -> nonstationary_envs.BatchedEnv:
     with its own task, reset noise and episode), on --env-threads threads (results do not depend on them)."""
     threads = min(args.env_threads or len(os.sched_getaffinity(0)), num_sims)
     return nonstationary_envs.BatchedEnv(args.env_id, args.experiment, args.strategy, args.friction_mode,
-                                         num_sims=num_sims, nthread=threads, max_episode_steps=args.max_episode_steps)
+                                         num_sims=num_sims, nthread=threads, max_episode_steps=args.max_episode_steps,
+                                         include_cfrc_ext_in_observation=args.include_cfrc_ext_in_observation)
+
+
+def network_input(obs_rms: RunningMeanStd, obs: np.ndarray, args: Args) -> np.ndarray:
+    """What the networks see of raw observations: normalized by the running statistics and clipped (--norm-obs,
+    the default), or the raw observation itself, as float32 (--no-norm-obs; the statistics are still updated)."""
+    if args.norm_obs:
+        return obs_rms.normalize(obs, args.normalization_clip)
+    # the shape normalize gives (obs broadcast against the per-seed statistics, (seeds, 1, obs_dim))
+    return np.broadcast_to(obs, np.broadcast_shapes(obs.shape, obs_rms.mean.shape)).astype(np.float32)
 
 
 def evaluation_steps(steps_per_task: int, num_tasks: int, eval_frequency: int) -> list:
@@ -893,7 +983,7 @@ def evaluate_policy(policy, eval_env: nonstationary_envs.BatchedEnv, task: int, 
         for t in range(args.max_episode_steps):
             if not running.any():
                 break
-            obs_norm = frozen_rms.normalize(obs, args.normalization_clip)
+            obs_norm = network_input(frozen_rms, obs, args)
             if max_states and t % stride == 0:
                 for k in range(num_seeds):
                     visited[k].append(obs_norm[k][running[k]])
@@ -1033,10 +1123,10 @@ def collect_rollout(run: Run) -> Optional[SimpleNamespace]:
                 run.episode_return[done], run.episode_length[done] = 0.0, 0
                 run.raw_obs[done] = env.reset(np.flatnonzero(done))
             run.obs_rms.update(run.raw_obs)
-            run.obs = run.obs_rms.normalize(run.raw_obs, args.normalization_clip)
+            run.obs = network_input(run.obs_rms, run.raw_obs, args)
             buffers.next_obs[:, step] = run.obs
             for (k, i), final in zip(ended, final_raw_obs):
-                buffers.next_obs[k, step, i] = run.obs_rms.normalize(final, args.normalization_clip)[k, 0]
+                buffers.next_obs[k, step, i] = network_input(run.obs_rms, final, args)[k, 0]
             if args.save_states and (run.global_step // args.num_envs) % args.save_states_every == 0:
                 for k in range(num_seeds):
                     run.saved_states[k].append(run.raw_obs[k].astype(np.float16))
@@ -1092,14 +1182,21 @@ def optimizer_step(run: Run, losses: dict, unclipped: tuple = ()) -> Optional[np
     backward of their sum over seeds (disjoint parameters, so each seed's gradient is that of its own loss), each
     seed's gradient norm clipped at --max-grad-norm (except the optimizers named in ``unclipped``), and a seed
     whose loss or gradient is not finite skips its step. Returns which seeds stepped, or None when a seed has
-    skipped --max-nonfinite-skips steps in a row (the run then stops). ``run.grad_norms`` keeps the norms."""
+    skipped --max-nonfinite-skips steps in a row (the run then stops). ``run.grad_norms`` keeps the norms. With
+    --joint-optimizer the clipped optimizers share one clip, by the norm over all their gradients (which
+    run.grad_norms then holds for each): the separate Adams step exactly as one Adam over all their parameters."""
     optimizers = {name: getattr(run.agent, f"{name}_optimizer") for name in losses}
     for optimizer in optimizers.values():
         optimizer.zero_grad()
     sum(losses.values()).sum().backward()
     critic_grad_max = run.agent.critic_optimizer.max_abs_gradients()
+    joint_norms = None
+    if run.args.joint_optimizer:  # one clip_grad_norm_ over every clipped optimizer's gradients, as one Adam has
+        joint_norms = torch.linalg.vector_norm(torch.stack([optimizer.gradient_norms() for name, optimizer in
+                                                            optimizers.items() if name not in unclipped]), dim=0)
     run.grad_norms = {name: optimizer.gradient_norms() if name in unclipped
-                      else optimizer.clip_grad_norms_(run.args.max_grad_norm) for name, optimizer in optimizers.items()}
+                      else optimizer.clip_grad_norms_(run.args.max_grad_norm, joint_norms)
+                      for name, optimizer in optimizers.items()}
     # One host sync per minibatch: a seed whose loss or gradient is not finite skips its step
     checks = {**{f"{name}_loss": loss for name, loss in losses.items()},
               **{f"{name}_grad": norm for name, norm in run.grad_norms.items()}}
@@ -1560,7 +1657,7 @@ def start_session(run: Run, resumed: bool) -> None:
     if not resumed:
         evaluate(run, 0)
     run.progress = tqdm(total=run.total_steps, initial=run.global_step, unit="step", dynamic_ncols=True, disable=None)
-    run.obs = run.obs_rms.normalize(run.raw_obs, args.normalization_clip)
+    run.obs = network_input(run.obs_rms, run.raw_obs, args)
     run.next_checkpoint = run.global_step + args.checkpoint_frequency if args.checkpoint_frequency else math.inf
 
 
@@ -1664,6 +1761,9 @@ def validate_args(args: Args) -> None:
             raise ValueError(f"--{name.replace('_', '-')} must be a multiple of --num-envs {args.num_envs}")
     if not args.max_grad_norm > 0 or not args.normalization_clip > 0:
         raise ValueError("--max-grad-norm and --normalization-clip must be > 0")
+    if not args.include_cfrc_ext_in_observation and args.env_id != "Ant-v5":
+        raise ValueError(f"--no-include-cfrc-ext-in-observation applies to Ant-v5 only ({args.env_id}'s observation "
+                         "has no contact forces)")
     if args.num_seeds > 1:
         if args.run_dir is not None and "{seed}" not in args.run_dir:
             raise ValueError(f"--run-dir must contain {{seed}} with --num-seeds {args.num_seeds} (each seed writes its "

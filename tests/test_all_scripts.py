@@ -239,6 +239,14 @@ BAD_INPUTS = [
     (["--minibatch-size", "100"], "--minibatch-size"),
     (["--eval-episodes", "0"], "--eval-episodes"),
     (["--learning-rate", "-1e-3"], "--learning-rate"),
+    (["--activation", "gelu"], "'relu', 'tanh'"),
+    (["--layer-norm", "batch"], "'affine', 'plain', 'none'"),
+    (["--init", "xavier"], "'orthogonal', 'torch'"),
+    (["--init", "torch", "--policy-head-gain", "1.0"], "--policy-head-gain"),
+    (["--policy-head-gain", "0"], "--policy-head-gain"),
+    (["--log-std-max", "nan"], "--log-std-max"),
+    (["--no-include-cfrc-ext-in-observation"], "Ant-v5 only"),
+    (["--vf-coef", "1.0"], "--joint-optimizer"),
 ]
 
 
@@ -248,6 +256,29 @@ def test_bad_input_is_rejected_with_a_message_naming_the_choices(flags, expected
     assert result.returncode == 2, result.stderr[-2000:]
     assert expected in result.stderr and "Traceback" not in result.stderr
     assert not (tmp_path / "run" / "evaluations.csv").exists()
+
+
+# Every reading of issue 29's flags at once but the defaults: no contact forces, tanh, LayerNorm without gain and
+# shift, nn.Linear's initialization, a fixed std of exp(-1), raw observations, one clip over both networks.
+POLICY_FLAGS = ("--env-id", "Ant-v5", "--no-include-cfrc-ext-in-observation",
+                "--activation", "tanh", "--layer-norm", "plain", "--init", "torch", "--log-std-init", "-1",
+                "--no-learn-log-std", "--no-norm-obs", "--hidden-dim", "16", "--joint-optimizer", "--vf-coef", "0.25")
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_network_and_policy_flags_run_end_to_end(script, tmp_path):
+    """The flags reach the networks of every script: the checkpoint's actor reads Ant's 27 entries without contact
+    forces, has no LayerNorm parameters, is 16 wide and kept its fixed log std; the evaluations are all logged."""
+    flags = POLICY_FLAGS
+    if script == "ppo_redo_continuous.py":  # ReDo's dormancy rule is ReLU's (test_redo.py: tanh exits 2)
+        flags = tuple("relu" if flag == "tanh" else flag for flag in POLICY_FLAGS)
+    result = run_script(script, tmp_path / "run", *flags)
+    assert result.returncode == 0, result.stderr[-3000:]
+    actor = torch.load(tmp_path / "run" / "checkpoint.pt", weights_only=False)["actor"]
+    assert torch.equal(actor["log_std"], torch.full_like(actor["log_std"], -1.0))
+    assert actor["trunk.0.weight"].shape == (1, 16, 27)
+    assert not any(name.startswith("trunk.1.") for name in actor)  # the plain LayerNorm has no parameters
+    assert len(read_csv(tmp_path / "run" / "evaluations.csv")) == len(TINY_EVALUATION_STEPS)
 
 
 def test_run_dir_with_a_different_config_is_refused_unless_overwrite(finished_run):

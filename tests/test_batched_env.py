@@ -28,17 +28,22 @@ def _assert_same_as_gymnasium(
     action_dtype=np.float32,
     reseed_every=3,
     action_seed=0,
+    gym_kwargs=None,
 ):
     """Run BatchedEnv and one gymnasium env per simulation side by side; compare everything with
     np.array_equal. tasks: initial task per simulation; switches: {step: [(sim, task), ...]}.
     Ended simulations are reset, every reseed_every-th end with a fresh seed, the others continuing
-    their Generator. Returns (number of sim-steps compared, terminations, truncations)."""
+    their Generator. gym_kwargs go to both (BatchedEnv's keyword of the same name). Returns (number of sim-steps
+    compared, terminations, truncations)."""
     n = len(tasks)
+    gym_kwargs = gym_kwargs or {}
     batch = BatchedEnv(
-        env_id, experiment, strategy, friction_mode, num_sims=n, nthread=1, max_episode_steps=max_episode_steps
+        env_id, experiment, strategy, friction_mode, num_sims=n, nthread=1, max_episode_steps=max_episode_steps,
+        **gym_kwargs,
     )
     refs = [
-        make_nonstationary_env(env_id, experiment, strategy, friction_mode, max_episode_steps=max_episode_steps)
+        make_nonstationary_env(env_id, experiment, strategy, friction_mode, max_episode_steps=max_episode_steps,
+                               **gym_kwargs)
         for _ in range(n)
     ]
     for k, task in enumerate(tasks):
@@ -154,6 +159,20 @@ def test_stationary_matches_gymnasium():
         _assert_same_as_gymnasium(
             env_id, "none", None, "floor", tasks=(0, 0), switches={}, seeds=(3, 4), steps=60, max_episode_steps=25
         )
+
+
+def test_ant_without_contact_forces_matches_gymnasium():
+    """--no-include-cfrc-ext-in-observation: gymnasium's Ant-v5 with include_cfrc_ext_in_observation=False (27
+    entries: the 105 less the 78 contact forces), bit for bit, on paralysis tasks with episode ends."""
+    kwargs = {"include_cfrc_ext_in_observation": False}
+    compared, terminations, _ = _assert_same_as_gymnasium(
+        "Ant-v5", "paralysis", "back-one", "floor", tasks=(0, 1, 2, 3), switches={80: [(0, 2)]}, seeds=(7, 8, 9, 10),
+        steps=200, max_episode_steps=1000, gym_kwargs=kwargs)
+    assert compared == 800 and terminations > 0
+    assert BatchedEnv("Ant-v5", num_sims=1, **kwargs).observation_dim == 27
+    assert BatchedEnv("Ant-v5", num_sims=1).observation_dim == 105
+    with pytest.raises(ValueError, match="Ant-v5 only"):
+        BatchedEnv("HalfCheetah-v5", num_sims=1, **kwargs)
 
 
 def test_tasks_change_the_trajectories():

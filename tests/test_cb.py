@@ -20,7 +20,7 @@ def critic_with_generate_and_test(seeds=(0,), hidden=HIDDEN, **kwargs):
     """A small stacked critic (one seed per entry of ``seeds``, each initialized from its own generator), its
     SeedwiseAdam and a generate-and-test over it (every unit mature by default)."""
     generators = [torch.Generator().manual_seed(seed) for seed in seeds]
-    critic = Critic(OBS_DIM, hidden, generators)
+    critic = Critic(OBS_DIM, dataclasses.replace(cb.Args(), hidden_dim=hidden), generators)
     optimizer = SeedwiseAdam(critic.parameters(), lr=1e-2)
     settings = {"replacement_rate": 0.25, "maturity_threshold": 0, "utility_decay": 0.99, **kwargs}
     return critic, optimizer, GenerateAndTest(critic.trunk, critic.head, optimizer, generators, **settings)
@@ -272,7 +272,7 @@ def test_seedwise_adam_weight_decay_is_torch_adams_per_seed():
 
 def test_actor_generate_and_test_covers_the_mean_network():
     generators = [torch.Generator().manual_seed(seed) for seed in (0, 1)]
-    actor = Actor(OBS_DIM, ACTION_DIM, HIDDEN, generators)
+    actor = Actor(OBS_DIM, ACTION_DIM, dataclasses.replace(cb.Args(), hidden_dim=HIDDEN), generators)
     optimizer = SeedwiseAdam(actor.parameters(), lr=1e-3)
     gnt = GenerateAndTest(actor.trunk, actor.mean_head, optimizer, generators, 1.0, 0, 0.99)
     assert gnt.linears[-1] is actor.mean_head and len(gnt.layer_norms) == 2

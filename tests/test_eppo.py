@@ -45,6 +45,11 @@ from eppo_continuous import (
 )
 from tiny_run import TINY_EVALUATION_STEPS, read_csv, run_script
 
+
+def network_args(hidden_dim: int) -> Args:
+    """The script's Args with networks ``hidden_dim`` wide (the rest at their defaults)."""
+    return dataclasses.replace(Args(), hidden_dim=hidden_dim)
+
 def _generators(*seeds):
     """One torch.Generator per seed, as the script makes them (the networks draw seed k's weights from the k-th)."""
     return [torch.Generator().manual_seed(seed) for seed in seeds]
@@ -271,7 +276,7 @@ def test_ucb_bonus_is_added_before_the_returns_as_in_algorithm_1():
 
 @pytest.mark.parametrize("transform", ["softplus", "exp"])
 def test_critic_constraints_hold_for_saturated_head_in_float32(transform):
-    critic = EvidentialCritic(obs_dim=3, hidden_dim=8, generators=_generators(0, 1), transform=transform)
+    critic = EvidentialCritic(obs_dim=3, args=network_args(8), generators=_generators(0, 1), transform=transform)
     obs = torch.randn(2, 5, 3)
     for head_bias in (-200.0, 0.0, 200.0):
         with torch.no_grad():
@@ -291,7 +296,7 @@ def test_critic_constraints_hold_for_saturated_head_in_float32(transform):
 
 
 def test_critic_features_are_last_hidden_activation():
-    critic = EvidentialCritic(obs_dim=4, hidden_dim=16, generators=_generators(0, 1, 2))
+    critic = EvidentialCritic(obs_dim=4, args=network_args(16), generators=_generators(0, 1, 2))
     obs = torch.randn(3, 7, 4)
     activations = critic.hidden_activations(obs)
     assert [a.shape for a in activations] == [torch.Size([3, 7, 16])] * 2
@@ -320,7 +325,7 @@ def test_a_seed_of_the_stacked_critic_does_not_depend_on_the_seeds_beside_it(tra
     other_obs, other_y = torch.randn(37, 5, generator=data), 5.0 * torch.randn(37, generator=data)
     results = []
     for seeds in ((8,), (8, 3), (3, 8)):
-        critic = EvidentialCritic(obs_dim=5, hidden_dim=16, generators=_generators(*seeds), transform=transform,
+        critic = EvidentialCritic(obs_dim=5, args=network_args(16), generators=_generators(*seeds), transform=transform,
                                   init_modes=init_modes)
         position = seeds.index(8)
         batch_obs = torch.stack([obs if seed == 8 else other_obs for seed in seeds])
@@ -342,7 +347,7 @@ def test_critic_learns_noisy_regression(single_thread):
     x = torch.linspace(-3, 3, 128).reshape(1, 128, 1)  # one seed
     target = torch.sin(x).squeeze(-1)
     y = target + 0.1 * torch.randn(1, 128)
-    critic = EvidentialCritic(obs_dim=1, hidden_dim=64, generators=_generators(0))
+    critic = EvidentialCritic(obs_dim=1, args=network_args(64), generators=_generators(0))
     optimizer = torch.optim.Adam(critic.parameters(), lr=3e-3)
 
     def losses():
@@ -492,7 +497,7 @@ def test_each_seed_logs_its_own_evidence(tmp_path):
 def _critic_and_batch(seed=0, **critic_kwargs):
     """A one-seed critic with a minibatch of 32 observations and targets, (1, 32, 5) and (1, 32)."""
     generator = torch.Generator().manual_seed(seed + 1000)
-    critic = EvidentialCritic(obs_dim=5, hidden_dim=16, generators=_generators(seed), **critic_kwargs)
+    critic = EvidentialCritic(obs_dim=5, args=network_args(16), generators=_generators(seed), **critic_kwargs)
     return critic, torch.randn(1, 32, 5, generator=generator), 3.0 * torch.randn(1, 32, generator=generator)
 
 
@@ -610,8 +615,8 @@ def test_gamma_mode_is_the_argmax_of_the_density():
 
 @pytest.mark.parametrize("transform", ["softplus", "exp"])
 def test_prior_mode_init_starts_the_evidence_at_the_hyperpriors_modes(transform):
-    default = EvidentialCritic(obs_dim=5, hidden_dim=16, generators=_generators(5, 6), transform=transform)
-    critic = EvidentialCritic(obs_dim=5, hidden_dim=16, generators=_generators(5, 6), transform=transform,
+    default = EvidentialCritic(obs_dim=5, args=network_args(16), generators=_generators(5, 6), transform=transform)
+    critic = EvidentialCritic(obs_dim=5, args=network_args(16), generators=_generators(5, 6), transform=transform,
                               init_modes=(4.0, 4.0, 4.0))
     # Same random draws as the default init: omega's row is unchanged, the evidence rows are scaled down.
     torch.testing.assert_close(critic.head.weight[:, 0], default.head.weight[:, 0], rtol=0, atol=0)

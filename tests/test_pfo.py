@@ -45,7 +45,7 @@ def test_penalty_is_per_seed_over_its_own_minibatch():
 
 def test_preactivation_features_are_the_last_layernorm_output_and_give_the_same_mean():
     torch.manual_seed(0)
-    actor = pfo.Actor(OBS_DIM, ACTION_DIM, HIDDEN, generators(1, 2))
+    actor = pfo.Actor(OBS_DIM, ACTION_DIM, dataclasses.replace(pfo.Args(), hidden_dim=HIDDEN), generators(1, 2))
     x = torch.randn(2, 32, OBS_DIM)  # (seeds, samples, obs_dim)
     preactivation = actor.preactivation_features(x)
     assert isinstance(actor.trunk[-2], pfo.StackedLayerNorm) and isinstance(actor.trunk[-1], torch.nn.ReLU)
@@ -60,7 +60,7 @@ def test_penalty_is_zero_with_zero_gradient_on_the_first_minibatch_and_positive_
     """As the script: old features from one batched pass over the rollout, each seed's own minibatch gathered
     from them. Moving only seed 0's actor moves only seed 0's features."""
     torch.manual_seed(0)
-    actor = pfo.Actor(OBS_DIM, ACTION_DIM, HIDDEN, generators(1, 2))
+    actor = pfo.Actor(OBS_DIM, ACTION_DIM, dataclasses.replace(pfo.Args(), hidden_dim=HIDDEN), generators(1, 2))
     optimizer = pfo.SeedwiseAdam(actor.parameters(), lr=1e-2)
     rollout_obs = torch.randn(2, 64, OBS_DIM)
     with torch.no_grad():

@@ -88,8 +88,13 @@ def generators(*seeds):
     return [torch.Generator().manual_seed(seed) for seed in seeds]
 
 
+def network_args(**flags) -> "ppo.Args":
+    """The scripts' Args with small networks (hidden_dim 16) and the given network and policy flags."""
+    return ppo.Args(**{"hidden_dim": 16, **flags})
+
+
 def test_networks_expose_features_and_hidden_activations():
-    critic, actor = ppo.Critic(7, 16, generators(1, 2)), ppo.Actor(7, 2, 16, generators(1, 2))
+    critic, actor = ppo.Critic(7, network_args(), generators(1, 2)), ppo.Actor(7, 2, network_args(), generators(1, 2))
     x = torch.randn(2, 4, 7)  # (seeds, samples, obs_dim)
     for network in (critic, actor):
         activations = network.hidden_activations(x)
@@ -254,7 +259,7 @@ def test_the_logged_max_abs_gradient_is_plasticity_metrics_per_seed():
     import plasticity_metrics
 
     generators = [torch.Generator().manual_seed(seed) for seed in (3, 4)]
-    critic = ppo.Critic(5, 16, generators)
+    critic = ppo.Critic(5, network_args(), generators)
     optimizer = ppo.SeedwiseAdam(critic.parameters(), lr=1e-3)
     obs = torch.randn(2, 32, 5, generator=torch.Generator().manual_seed(0))
     (critic(obs) ** 2).mean(-1).sum().backward()
@@ -292,3 +297,130 @@ def test_every_field_the_scripts_set_on_the_run_is_declared_in_run():
                         assigned.add(element.attr)
         assert assigned - declared == set(), os.path.basename(path)
         assert {"global_step", "agent", "stat_sums", "progress_mark"} <= assigned  # the walk finds them
+
+
+# ---- The network and policy flags (issue 29): each reading of the paper's unstated choices ----
+
+
+def test_init_torch_is_nn_linears_own_initialization_per_seed():
+    """--init torch: seed k's slice is bit for bit the nn.Linear that torch's global RNG, seeded like seed k's
+    generator, draws (reset_parameters: weights then biases, uniform in +-1/sqrt(fan_in))."""
+    layer = ppo.layer_init(ppo.StackedLinear(2, 9, 4), generators(11, 12), init="torch")
+    for k, seed in enumerate((11, 12)):
+        torch.manual_seed(seed)
+        reference = torch.nn.Linear(9, 4)
+        assert torch.equal(layer.weight[k], reference.weight.data) and torch.equal(layer.bias[k, 0], reference.bias.data)
+    wide = ppo.layer_init(ppo.StackedLinear(1, 400, 300), generators(3), init="torch")
+    bound = 1 / math.sqrt(400)
+    assert wide.weight.abs().max() <= bound and wide.bias.abs().max() <= bound
+    # the uniform law's variance, bound^2 / 3, over 120,000 draws (standard error of the estimate ~0.3%)
+    assert abs(wide.weight.var().item() / (bound**2 / 3) - 1) < 0.02
+
+
+def test_policy_head_gain_is_the_orthogonal_gain_of_the_mean_head():
+    actor = ppo.Actor(7, 3, network_args(policy_head_gain=0.5), generators(1))
+    weight = actor.mean_head.weight[0].detach()  # 3 x 16: orthonormal rows scaled by the gain
+    torch.testing.assert_close(weight @ weight.T, 0.25 * torch.eye(3), atol=1e-6, rtol=0)
+    default = ppo.Actor(7, 3, network_args(), generators(1)).mean_head.weight[0].detach()
+    torch.testing.assert_close(default @ default.T, 1e-4 * torch.eye(3), atol=1e-9, rtol=0)
+
+
+@pytest.mark.parametrize("layer_norm", ["affine", "plain", "none"])
+@pytest.mark.parametrize("activation", ["relu", "tanh"])
+def test_trunk_is_linear_layernorm_activation_as_the_flags_say(layer_norm, activation):
+    """Each hidden layer is Linear, then LayerNorm (with gain and shift, without, or none), then the activation;
+    hidden_activations gives both activations' outputs, which the forward pass recomputes by hand."""
+    args = network_args(layer_norm=layer_norm, activation=activation)
+    critic = ppo.Critic(6, args, generators(1, 2))
+    x = torch.randn(2, 5, 6)
+    norm_params = sum(p.numel() for m in critic.trunk if isinstance(m, ppo.StackedLayerNorm) for p in m.parameters())
+    assert norm_params == {"affine": 2 * 2 * 2 * 16, "plain": 0, "none": 0}[layer_norm]
+    assert sum(isinstance(m, ppo.StackedLayerNorm) for m in critic.trunk) == (0 if layer_norm == "none" else 2)
+    h, by_hand = x, []
+    for linear in [m for m in critic.trunk if isinstance(m, ppo.StackedLinear)]:
+        h = linear(h)
+        if layer_norm != "none":  # gain 1 and shift 0 at initialization: the same as the plain LayerNorm
+            h = torch.nn.functional.layer_norm(h, (16,))
+        h = torch.relu(h) if activation == "relu" else torch.tanh(h)
+        by_hand.append(h)
+    for got, expected in zip(critic.hidden_activations(x), by_hand, strict=True):
+        torch.testing.assert_close(got, expected, atol=1e-6, rtol=0)
+
+
+def test_plain_stacked_layer_norm_is_nn_layernorm_without_affine():
+    x = torch.randn(3, 4, 8)
+    norm = ppo.StackedLayerNorm(3, 8, affine=False)
+    assert list(norm.parameters()) == []
+    assert torch.equal(norm(x), torch.nn.LayerNorm(8, elementwise_affine=False)(x))
+
+
+def test_log_std_init_clamp_and_learning():
+    """--log-std-init sets the std; --log-std-max clamps it in the policy and passes no gradient above the bound
+    (ObjectRL: from 0 with bound -1 the std stays exp(-1)); --no-learn-log-std leaves it out of the optimizer's
+    steps."""
+    actor = ppo.Actor(5, 4, network_args(log_std_init=-0.5), generators(1, 2))
+    assert torch.equal(actor.action_log_std(), torch.full((2, 1, 4), -0.5))
+    clamped = ppo.Actor(5, 4, network_args(log_std_max=-1.0), generators(1, 2))
+    with torch.no_grad():
+        clamped.log_std[1] = -1.5  # seed 1 below the bound, seed 0 (at 0) above it
+    log_std = clamped.action_log_std()
+    assert torch.equal(log_std[0], torch.full((1, 4), -1.0)) and torch.equal(log_std[1], torch.full((1, 4), -1.5))
+    ppo.gaussian_entropy(log_std).sum().backward()  # d entropy / d log_std = 1 per entry where it passes
+    assert torch.equal(clamped.log_std.grad[0], torch.zeros(1, 4)) and torch.equal(clamped.log_std.grad[1], torch.ones(1, 4))
+
+    fixed = ppo.Actor(5, 4, network_args(log_std_init=-1.0, learn_log_std=False), generators(1))
+    optimizer = ppo.SeedwiseAdam(fixed.parameters(), lr=0.1)
+    mean_before = fixed.mean_head.weight.detach().clone()
+    x, actions = torch.randn(1, 8, 5), torch.randn(1, 8, 4)
+    (-ppo.gaussian_log_prob(actions, fixed(x), fixed.action_log_std()).mean()).backward()
+    optimizer.step()
+    assert not fixed.log_std.requires_grad and torch.equal(fixed.log_std, torch.full((1, 1, 4), -1.0))
+    assert not torch.equal(fixed.mean_head.weight.detach(), mean_before)
+
+
+def test_network_input_is_normalized_or_raw_in_the_same_shape():
+    rms = ppo.RunningMeanStd(2, (3,))
+    rms.update(np.random.default_rng(0).normal(5.0, 2.0, size=(2, 50, 3)))
+    batch, final = np.random.default_rng(1).normal(size=(2, 4, 3)), np.array([1.0, -2.0, 30.0])
+    normalized, raw = network_args(), network_args(norm_obs=False)
+    assert np.array_equal(ppo.network_input(rms, batch, normalized), rms.normalize(batch, 10.0))
+    assert np.array_equal(ppo.network_input(rms, batch, raw), batch.astype(np.float32))
+    # one final observation gets the statistics' (seeds, 1, obs_dim) shape either way (the rollout indexes [k, 0])
+    assert ppo.network_input(rms, final, normalized).shape == ppo.network_input(rms, final, raw).shape == (2, 1, 3)
+    assert np.array_equal(ppo.network_input(rms, final, raw)[1, 0], final.astype(np.float32))
+
+
+def test_joint_optimizer_steps_as_one_adam_over_both_networks():
+    """--joint-optimizer: optimizer_step with the actor's and the critic's SeedwiseAdam equals SB3's one
+    torch.optim.Adam over both networks after one clip_grad_norm_ over all their gradients, per seed; the critic
+    loss enters with --vf-coef. Without it each network is clipped by its own norm (the reference then differs)."""
+    args = network_args(joint_optimizer=True, vf_coef=0.5, max_grad_norm=0.5)
+    actor, critic = ppo.Actor(5, 2, args, generators(1, 2)), ppo.Critic(5, args, generators(1, 2))
+    singles = [(ppo.single_seed_network(actor, k), ppo.single_seed_network(critic, k)) for k in range(2)]
+    run = ppo.Run()
+    run.seeds, run.args, run.device, run.consecutive_nonfinite = [1, 2], args, torch.device("cpu"), np.zeros(2, np.int64)
+    run.agent = ppo.Agent(actor=actor, critic=critic,
+                          actor_optimizer=ppo.SeedwiseAdam(actor.parameters(), lr=3e-4, eps=1e-5),
+                          critic_optimizer=ppo.SeedwiseAdam(critic.parameters(), lr=3e-4, eps=1e-5))
+    run.global_step, run.total_steps, run.exit_code, run.iteration = 0, 1, 0, 0
+    assert run.iterating()  # sets the per-update fields that optimizer_step adds to
+    references = [torch.optim.Adam([*a.parameters(), *c.parameters()], lr=3e-4, eps=1e-5, fused=True) for a, c in singles]
+    obs = torch.randn(2, 16, 5, generator=torch.Generator().manual_seed(0))
+    targets = 100.0 * torch.randn(2, 16, generator=torch.Generator().manual_seed(1))  # a critic gradient that dominates
+
+    def losses(a, c, x, y):
+        return {"actor": (a(x) ** 2).mean((-2, -1)), "critic": args.vf_coef * ((c(x) - y) ** 2).mean(-1)}
+
+    for _ in range(3):
+        ppo.optimizer_step(run, losses(actor, critic, obs, targets))
+        for k, ((a, c), reference) in enumerate(zip(singles, references)):
+            reference.zero_grad()
+            sum(losses(a, c, obs[k : k + 1], targets[k : k + 1]).values()).sum().backward()
+            norm = torch.nn.utils.clip_grad_norm_([*a.parameters(), *c.parameters()], 0.5)
+            assert norm > 0.5  # the clip acts
+            torch.testing.assert_close(run.grad_norms["critic"][k], norm, rtol=1e-6, atol=0)
+            reference.step()
+    for k, (a, c) in enumerate(singles):
+        for network, single in ((actor, a), (critic, c)):
+            for stacked, parameter in zip(network.parameters(), single.parameters()):
+                torch.testing.assert_close(stacked.detach()[k : k + 1], parameter.detach(), rtol=0, atol=1e-7)

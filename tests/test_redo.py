@@ -302,7 +302,7 @@ def test_without_a_due_recycle_the_script_is_ppo(tmp_path):
 
 
 BAD_FLAGS = [("--redo-threshold", "-0.1"), ("--redo-threshold", "nan"), ("--redo-threshold", "inf"),
-             ("--redo-frequency", "0"), ("--redo-frequency", "-5")]
+             ("--redo-frequency", "0"), ("--redo-frequency", "-5"), ("--activation", "tanh")]
 
 
 @pytest.mark.parametrize("flag, value", BAD_FLAGS)
