@@ -582,8 +582,7 @@ def main(argv: list) -> int:
 #     evaluation_action, training_reward, compute_advantages, update, log_update, set_learning_rate, main;
 #   - its Args has METHOD_ARGS, the only method fields read here: num_steps (rollout length), minibatch_size
 #     (minibatches), max_grad_norm and joint_optimizer (optimizer_step), normalization_clip and norm_obs
-#     (observation normalization),
-#     hidden_dim, activation, layer_norm and init (mlp_trunk, layer_init);
+#     (observation normalization), hidden_dim, activation, layer_norm and init (mlp_trunk, layer_init);
 #   - make_agent's Agent has AGENT_FIELDS: actor and critic (stacked over seeds, with hidden_activations(x) for
 #     the plasticity metrics) and critic_optimizer (plasticity/critic_max_abs_grad); optimizer_step steps
 #     agent.{name}_optimizer for each loss name.
