@@ -1559,8 +1559,39 @@ def run_metadata() -> dict:
             "gymnasium": gym.__version__, "mujoco": mujoco.__version__, "numpy": np.__version__}
 
 
+# run directory -> its open .lock file, locked until this process ends (lock_run_dir)
+RUN_DIR_LOCKS = {}
+
+
+def lock_run_dir(run_dir: str) -> None:
+    """One writer per run directory: an exclusive flock on ``run_dir/.lock``, held for the life of the process. The
+    OS frees it when the process ends, however it ends (SIGKILL, a lost node), so no stale lock is ever left to
+    clean; the file says who holds it. A second process raises ValueError naming the holder's PID and host."""
+    import fcntl
+    import socket
+
+    key = os.path.realpath(run_dir)
+    if key in RUN_DIR_LOCKS:  # this process holds it already
+        return
+    lock = open(os.path.join(run_dir, ".lock"), "a+")
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        lock.seek(0)
+        holder = lock.read().strip() or "another process"
+        lock.close()
+        raise ValueError(f"--run-dir {run_dir} is in use by {holder}: a run directory has one writer at a time "
+                         "(wait for that run to end, or stop it)") from None
+    lock.seek(0)
+    lock.truncate()
+    lock.write(f"PID {os.getpid()} on host {socket.gethostname()}\n")
+    lock.flush()
+    RUN_DIR_LOCKS[key] = lock
+
+
 def prepare_run_dir(args: Args, run_dir: str, config_args: dict) -> None:
-    """Create the run directory, check it is writable with some free space, and refuse a foreign config."""
+    """Create the run directory, check it is writable with some free space, take its lock (one writer), and
+    refuse a foreign config."""
     try:
         os.makedirs(run_dir, exist_ok=True)
         probe = os.path.join(run_dir, ".write_probe")
@@ -1569,6 +1600,7 @@ def prepare_run_dir(args: Args, run_dir: str, config_args: dict) -> None:
         os.remove(probe)
     except OSError as error:
         raise ValueError(f"--run-dir {run_dir} is not writable: {error}") from None
+    lock_run_dir(run_dir)  # before anything is read or deleted: --overwrite never touches a directory in use
     free_mb = shutil.disk_usage(run_dir).free / 2**20
     if free_mb < 100:
         raise ValueError(f"--run-dir {run_dir}: only {free_mb:.0f} MiB free on its disk (need at least 100 MiB)")

@@ -6,8 +6,10 @@ evaluation protocol, reproducibility, checkpoint/resume, preemption, bad input a
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -295,6 +297,54 @@ def test_overwrite_replaces_a_run_with_a_different_config(tmp_path):
     assert result.returncode == 0, result.stderr[-2000:]
     with open(run_dir / "config.json") as f:
         assert json.load(f)["args"]["seed"] == 7
+
+
+def start_tiny_run(script: str, run_dir, *flags) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, os.path.join(REPO_ROOT, script), "--run-dir", str(run_dir), *TINY_FLAGS,
+                             *flags], cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def wait_for(path, process, timeout=120.0):
+    deadline = time.time() + timeout
+    while not os.path.exists(path) and process.poll() is None and time.time() < deadline:
+        time.sleep(0.05)
+    assert os.path.exists(path), f"{path} did not appear"
+
+
+def test_a_second_process_on_a_run_directory_is_refused(tmp_path):
+    """One writer per run directory: while a run holds its directory, the same command, with or without
+    --overwrite, exits 2 at once naming the holder's PID and host and changes nothing; the first run's outputs are
+    those of a run alone."""
+    import socket
+
+    script, solo_dir, run_dir = SCRIPTS[0], tmp_path / "solo", tmp_path / "run"
+    assert run_script(script, solo_dir).returncode == 0
+    first = start_tiny_run(script, run_dir)
+    wait_for(run_dir / "evaluations.csv", first)
+    first.send_signal(signal.SIGSTOP)  # held mid-run, so that the second process surely meets it
+    for extra in ((), ("--overwrite",)):
+        second = run_script(script, run_dir, *extra, timeout=120)
+        assert second.returncode == 2, second.stderr[-2000:]
+        assert f"in use by PID {first.pid} on host {socket.gethostname()}" in second.stderr
+        assert "Traceback" not in second.stderr and len(second.stderr.strip().splitlines()) == 1
+    first.send_signal(signal.SIGCONT)
+    assert first.wait(timeout=300) == 0, first.stderr.read()[-3000:]
+    for name in ("evaluations.csv", "plasticity.csv"):
+        assert (run_dir / name).read_bytes() == (solo_dir / name).read_bytes()
+
+
+def test_a_killed_holder_leaves_no_stale_lock(tmp_path):
+    """SIGKILL frees the lock with the process (an OS lock, no file to clean): the same command then takes it and
+    resumes the run from its checkpoint to the end."""
+    run_dir = tmp_path / "run"
+    holder = start_tiny_run(SCRIPTS[0], run_dir)
+    wait_for(run_dir / "checkpoint.pt", holder)
+    holder.send_signal(signal.SIGKILL)
+    holder.wait(timeout=60)
+    assert (run_dir / ".lock").exists()
+    resumed = run_script(SCRIPTS[0], run_dir)
+    assert resumed.returncode == 0 and "resum" in resumed.stdout.lower(), resumed.stderr[-2000:]
+    assert (run_dir / "summary.json").exists()
 
 
 def test_unwritable_run_dir_fails_at_start(tmp_path):
