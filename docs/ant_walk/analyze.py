@@ -151,7 +151,8 @@ def print_tables(table: list, standing: dict) -> None:
               + f"{' / '.join(x or '–' for x in row['std'])} |")
     print("\n| configuration | flags |\n|---|---|")
     for row in table:
-        print(f"| {row['label']} | {row['description'] if row['label'].startswith('sb3') else '`' + row['description'] + '`' if row['description'].startswith('--') else row['description']} |")
+        description = row["description"]
+        print(f"| {row['label']} | {'`' + description + '`' if description.startswith('--') else description} |")
 
 
 def plot(configs: list, standing: dict, path: str) -> None:
@@ -162,7 +163,7 @@ def plot(configs: list, standing: dict, path: str) -> None:
 
     fig, axes = plt.subplots(1, 3, figsize=(18, 5))
     for index, (label, _, runs) in enumerate(configs):
-        color = plt.cm.tab20(index % 20)
+        color = plt.cm.tab10(index % 10)
         for column, axis, source in (("return_mean", axes[0], "evaluations.csv"),
                                      ("train_episode_length_mean", axes[1], "training.csv"),
                                      ("policy_std_mean", axes[2], "training.csv")):
@@ -173,7 +174,7 @@ def plot(configs: list, standing: dict, path: str) -> None:
                         curves.setdefault(int(row["global_step"]), []).append(float(row[column]))
             steps = sorted(s for s, v in curves.items() if len(v) == len(runs))
             axis.plot(steps, [np.mean(curves[s]) for s in steps], color=color, label=label,
-                      linestyle="--" if label.startswith("sb3") else "-")
+                      linestyle="--" if label in SB3_DESCRIPTIONS else "-")
     axes[0].axhline(np.mean(list(standing.values())), color="black", linewidth=0.8, linestyle=":",
                     label="standing still")
     for axis, title in zip(axes, ("evaluation return (seed mean)", "training episode length", "policy std")):
