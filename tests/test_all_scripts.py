@@ -9,14 +9,14 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
 import torch
 
 import golden_outputs
-from tiny_run import REPO_ROOT, TINY_EVALUATION_STEPS, TINY_FLAGS, read_csv, run_script, run_until_checkpoint_then_stop
+from tiny_run import (REPO_ROOT, TINY_EVALUATION_STEPS, TINY_FLAGS, read_csv, run_script, run_until_checkpoint_then_stop,
+                      start_script, wait_for)
 
 # as scripts.sync_plumbing, not with scripts/ on sys.path: there scripts/coverage.py would shadow the `coverage`
 # package that numba (imported by umap in tests/test_coverage.py) probes for
@@ -299,18 +299,6 @@ def test_overwrite_replaces_a_run_with_a_different_config(tmp_path):
         assert json.load(f)["args"]["seed"] == 7
 
 
-def start_tiny_run(script: str, run_dir, *flags) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, os.path.join(REPO_ROOT, script), "--run-dir", str(run_dir), *TINY_FLAGS,
-                             *flags], cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-
-def wait_for(path, process, timeout=120.0):
-    deadline = time.time() + timeout
-    while not os.path.exists(path) and process.poll() is None and time.time() < deadline:
-        time.sleep(0.05)
-    assert os.path.exists(path), f"{path} did not appear"
-
-
 def test_a_second_process_on_a_run_directory_is_refused(tmp_path):
     """One writer per run directory: while a run holds its directory, the same command, with or without
     --overwrite, exits 2 at once naming the holder's PID and host and changes nothing; the first run's outputs are
@@ -319,8 +307,9 @@ def test_a_second_process_on_a_run_directory_is_refused(tmp_path):
 
     script, solo_dir, run_dir = SCRIPTS[0], tmp_path / "solo", tmp_path / "run"
     assert run_script(script, solo_dir).returncode == 0
-    first = start_tiny_run(script, run_dir)
+    first = start_script(script, run_dir)
     wait_for(run_dir / "evaluations.csv", first)
+    assert (run_dir / "evaluations.csv").exists()
     first.send_signal(signal.SIGSTOP)  # held mid-run, so that the second process surely meets it
     for extra in ((), ("--overwrite",)):
         second = run_script(script, run_dir, *extra, timeout=120)
@@ -337,8 +326,9 @@ def test_a_killed_holder_leaves_no_stale_lock(tmp_path):
     """SIGKILL frees the lock with the process (an OS lock, no file to clean): the same command then takes it and
     resumes the run from its checkpoint to the end."""
     run_dir = tmp_path / "run"
-    holder = start_tiny_run(SCRIPTS[0], run_dir)
+    holder = start_script(SCRIPTS[0], run_dir)
     wait_for(run_dir / "checkpoint.pt", holder)
+    assert (run_dir / "checkpoint.pt").exists()
     holder.send_signal(signal.SIGKILL)
     holder.wait(timeout=60)
     assert (run_dir / ".lock").exists()

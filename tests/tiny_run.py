@@ -33,20 +33,30 @@ def run_script(script: str, run_dir, *extra_flags, tiny: bool = True, timeout: f
                           env={**os.environ, **(env or {})})
 
 
+def start_script(script: str, run_dir, *extra_flags, env=None) -> subprocess.Popen:
+    """Start ``script`` with the tiny flags plus ``extra_flags`` in the background (run_script's command)."""
+    command = [sys.executable, os.path.join(REPO_ROOT, script), "--run-dir", str(run_dir), *TINY_FLAGS,
+               *[str(flag) for flag in extra_flags]]
+    return subprocess.Popen(command, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, **(env or {})})
+
+
+def wait_for(path, process: subprocess.Popen, timeout: float = 120) -> None:
+    """Wait until ``path`` exists, the process has ended, or ``timeout`` seconds have passed."""
+    deadline = time.time() + timeout
+    while not os.path.exists(path) and time.time() < deadline and process.poll() is None:
+        time.sleep(0.05)
+
+
 def run_until_checkpoint_then_stop(script: str, run_dir, checkpoint, *extra_flags, env=None,
                                    timeout: float = 120) -> subprocess.CompletedProcess:
     """Start ``script`` with the tiny flags, send SIGTERM once ``checkpoint`` (a path) exists, wait for it to stop
     (it writes a checkpoint and exits 75): the preemption that SLURM or Ctrl-C causes, at a known point."""
-    command = [sys.executable, os.path.join(REPO_ROOT, script), "--run-dir", str(run_dir), *TINY_FLAGS,
-               *[str(flag) for flag in extra_flags]]
-    process = subprocess.Popen(command, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               env={**os.environ, **(env or {})})
-    deadline = time.time() + timeout
-    while not os.path.exists(checkpoint) and time.time() < deadline and process.poll() is None:
-        time.sleep(0.05)
+    process = start_script(script, run_dir, *extra_flags, env=env)
+    wait_for(checkpoint, process, timeout)
     process.send_signal(signal.SIGTERM)
     stdout, stderr = process.communicate(timeout=timeout)
-    return subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
+    return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
 
 
 def read_csv(path) -> list:
