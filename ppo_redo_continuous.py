@@ -22,6 +22,7 @@ import itertools
 import json
 import math
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -523,11 +524,13 @@ AGENT_FIELDS = ("actor", "critic", "critic_optimizer")
 EXIT_INVALID_CONFIG = 2
 EXIT_NONFINITE = 3
 EXIT_PREEMPTED = 75
-CHECKPOINT_FORMAT = 3  # 2: every per-seed tensor has a leading seed axis of length 1; 3: BatchedEnv's env states
+CHECKPOINT_FORMAT = 4  # 2: every per-seed tensor has a leading seed axis of length 1; 3: BatchedEnv's env states;
+# 4: tensors and plain Python values only, so torch.load(weights_only=True) reads it without running code
+TRUSTED_OLD_FORMATS = (3,)  # read only with --trust-checkpoint (their numpy arrays need full unpickling)
 # Args that may change between a run and its resumption without changing the experiment (a seed's results do
 # not depend on the other seeds trained beside it, so the group it runs in may change too).
 RESUME_IGNORED_ARGS = ("overwrite", "cuda", "track", "wandb_project_name", "wandb_entity", "max_nonfinite_skips",
-                       "num_seeds", "run_dir", "env_threads")
+                       "num_seeds", "run_dir", "env_threads", "trust_checkpoint")
 # From this many seeds per process up, the default (`--cuda` not given explicitly) trains on CUDA when it is
 # available: below it one CPU core is faster (docs/batched-seeds.md has the measurements).
 CUDA_MIN_SEEDS = 8
@@ -565,6 +568,9 @@ class RunArgs:
     --num-seeds > 1); re-running with an existing run directory resumes it"""
     overwrite: bool = False
     """delete the outputs of a previous run in `run_dir` whose configuration differs, instead of refusing"""
+    trust_checkpoint: bool = False
+    """load `run_dir`'s checkpoints with full unpickling, which runs any code a crafted file carries: only for files
+    you trust, e.g. a run started before checkpoint format 4 (the default reads tensors and plain values only)"""
 
     # Environment and non-stationarity schedule
     env_id: Literal["HalfCheetah-v5", "Ant-v5"] = "HalfCheetah-v5"
@@ -1379,43 +1385,83 @@ def atomic_write_bytes(path: str, write_fn) -> None:
     os.replace(tmp_path, path)
 
 
+def arrays_as_tensors(state, places: list, path: tuple = ()):
+    """``state`` with every numpy array replaced by a tensor (torch.from_numpy: the same dtype, shape and bits),
+    the path of each appended to ``places``: what the checkpoint file holds is then tensors and plain values only."""
+    if isinstance(state, dict):
+        return {key: arrays_as_tensors(value, places, (*path, key)) for key, value in state.items()}
+    if isinstance(state, list):
+        return [arrays_as_tensors(value, places, (*path, i)) for i, value in enumerate(state)]
+    if isinstance(state, np.ndarray):
+        places.append(list(path))
+        return torch.from_numpy(state.copy())
+    return state
+
+
 def save_checkpoint(run_dir: str, state: dict) -> None:
-    """Atomically write checkpoint.pt, keeping the previous one as checkpoint.prev.pt until the new one is whole."""
+    """Atomically write checkpoint.pt, keeping the previous one as checkpoint.prev.pt until the new one is whole.
+    Its numpy arrays are stored as tensors, their paths under "numpy_arrays" (read_checkpoint turns them back)."""
     path = os.path.join(run_dir, "checkpoint.pt")
-    atomic_write_bytes(f"{path}.new", lambda f: torch.save(state, f))  # complete on disk before anything moves
+    places = []
+    saved = {**arrays_as_tensors(state, places), "numpy_arrays": places}
+    atomic_write_bytes(f"{path}.new", lambda f: torch.save(saved, f))  # complete on disk before anything moves
     if os.path.exists(path):
         os.replace(path, os.path.join(run_dir, "checkpoint.prev.pt"))
     os.replace(f"{path}.new", path)
 
 
-def load_checkpoints(run_dir: str) -> list:
-    """The readable checkpoints of a run directory, newest first (checkpoint.pt, then checkpoint.prev.pt)."""
+def read_checkpoint(path: str, trust: bool = False) -> tuple:
+    """(state, None) for a checkpoint this script can resume from, else (None, why not). The file is read with
+    torch.load(weights_only=True), which unpickles tensors and plain values only, so a crafted file cannot run
+    code; ``trust`` (--trust-checkpoint) reads it with full unpickling and accepts the older TRUSTED_OLD_FORMATS."""
+    import pickle
+
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=not trust)
+    except pickle.UnpicklingError as error:  # what weights_only refuses: a global it would have to import and call
+        refused = re.search(r"GLOBAL (\S+)", str(error))  # torch's message names the global it would have called
+        return None, (f"it needs code to load ({refused.group(1) if refused else 'a pickled object'}): written before checkpoint format {CHECKPOINT_FORMAT}, or "
+                      "crafted; refused, nothing in it ran (--trust-checkpoint reads it, for a file you trust)")
+    except Exception as error:  # a truncated or corrupt file
+        return None, f"it is unreadable ({type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''})"
+    if not isinstance(state, dict) or state.get("format") not in (CHECKPOINT_FORMAT, *(TRUSTED_OLD_FORMATS * trust)):
+        found = state.get("format") if isinstance(state, dict) else type(state).__name__
+        return None, f"it has checkpoint format {found}, this script reads {CHECKPOINT_FORMAT}"
+    for place in state.pop("numpy_arrays", []):  # back to the numpy arrays save_checkpoint stored as tensors
+        *parents, last = place
+        container = state
+        for key in parents:
+            container = container[key]
+        container[last] = container[last].numpy()
+    return state, None
+
+
+def load_checkpoints(run_dir: str, trust: bool = False) -> list:
+    """The readable checkpoints of a run directory, newest first (checkpoint.pt, then checkpoint.prev.pt); a file
+    that cannot be read (truncated, another format, or refused as unsafe) is skipped with a warning."""
     states = []
     for name in ("checkpoint.pt", "checkpoint.prev.pt"):
         path = os.path.join(run_dir, name)
         if not os.path.exists(path):
             continue
-        try:
-            state = torch.load(path, map_location="cpu", weights_only=False)
-            if state.get("format") == CHECKPOINT_FORMAT:
-                states.append(state)
-            else:
-                warnings.warn(f"{path} has an unknown format; ignoring it")
-        except Exception as error:  # a truncated or corrupt file: fall back to the previous checkpoint
-            warnings.warn(f"{path} is unreadable ({type(error).__name__}: {error}); trying the previous checkpoint")
+        state, problem = read_checkpoint(path, trust)
+        if state is None:
+            warnings.warn(f"{path}: {problem}; trying the previous checkpoint")
+        else:
+            states.append(state)
     return states
 
 
-def load_checkpoint(run_dir: str) -> Optional[dict]:
+def load_checkpoint(run_dir: str, trust: bool = False) -> Optional[dict]:
     """The newest readable checkpoint (checkpoint.pt, else checkpoint.prev.pt), or None when there is none."""
-    return next(iter(load_checkpoints(run_dir)), None)
+    return next(iter(load_checkpoints(run_dir, trust)), None)
 
 
-def group_checkpoints(run_dirs: list) -> Optional[list]:
+def group_checkpoints(run_dirs: list, trust: bool = False) -> Optional[list]:
     """One checkpoint per seed, all at the same step: the newest step every seed's directory holds a readable
     checkpoint of (the seeds write theirs one after another, so a crash in between leaves them a step apart).
     None when the seeds share no step (a fresh start)."""
-    by_step = [{state["global_step"]: state for state in load_checkpoints(run_dir)} for run_dir in run_dirs]
+    by_step = [{state["global_step"]: state for state in load_checkpoints(run_dir, trust)} for run_dir in run_dirs]
     common = set.intersection(*(set(steps) for steps in by_step))
     return [states[max(common)] for states in by_step] if common else None
 
@@ -1653,14 +1699,19 @@ def restore_or_reset(run: Run) -> bool:
     to be logged again identically), else reset the simulations (and remove what an attempt that never wrote a
     checkpoint left). Unresumable checkpoints are refused (exit 2) unless --overwrite. Returns whether it resumed."""
     args, seeds = run.args, run.seeds
-    checkpoints = group_checkpoints([run.run_dirs[seed] for seed in seeds])
-    unusable = [run.run_dirs[seed] for seed in seeds if not load_checkpoints(run.run_dirs[seed]) and any(
-        os.path.exists(os.path.join(run.run_dirs[seed], name)) for name in ("checkpoint.pt", "checkpoint.prev.pt"))]
-    if checkpoints is None and unusable and not args.overwrite:  # never discard what such a run logged
-        print(f"error: --run-dir {', '.join(unusable)} holds checkpoints that cannot be resumed (unreadable, or "
-              "written by another version of this script); pass --overwrite to start the run again",
-              file=sys.stderr)
+    with warnings.catch_warnings():  # the files that cannot be read are named once, below or by load_checkpoints
+        warnings.simplefilter("ignore")
+        unusable = [os.path.join(run.run_dirs[seed], name) for seed in seeds
+                    if not load_checkpoints(run.run_dirs[seed], args.trust_checkpoint)
+                    for name in ("checkpoint.pt", "checkpoint.prev.pt")
+                    if os.path.exists(os.path.join(run.run_dirs[seed], name))]
+    if unusable and not args.overwrite:  # never discard what such a run logged, nor run what a file carries
+        path = unusable[0]
+        print(f"error: {path} cannot be resumed: {read_checkpoint(path, args.trust_checkpoint)[1]}"
+              f"{f' (and {len(unusable) - 1} more checkpoint files)' if len(unusable) > 1 else ''}; the run directory "
+              "is unchanged; pass --overwrite to start the run again", file=sys.stderr)
         sys.exit(EXIT_INVALID_CONFIG)
+    checkpoints = group_checkpoints([run.run_dirs[seed] for seed in seeds], args.trust_checkpoint)
     if checkpoints is None:
         for seed in seeds:  # leftovers of an earlier attempt that never wrote a checkpoint
             for name in os.listdir(run.run_dirs[seed]):

@@ -6,6 +6,7 @@ evaluation protocol, reproducibility, checkpoint/resume, preemption, bad input a
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -15,8 +16,8 @@ import pytest
 import torch
 
 import golden_outputs
-from tiny_run import (REPO_ROOT, TINY_EVALUATION_STEPS, TINY_FLAGS, read_csv, run_script, run_until_checkpoint_then_stop,
-                      start_script, wait_for)
+from tiny_run import (REPO_ROOT, TINY_EVALUATION_STEPS, TINY_FLAGS, load_checkpoint_file, read_csv, run_script,
+                      run_until_checkpoint_then_stop, start_script, wait_for)
 
 # as scripts.sync_plumbing, not with scripts/ on sys.path: there scripts/coverage.py would shadow the `coverage`
 # package that numba (imported by umap in tests/test_coverage.py) probes for
@@ -141,8 +142,8 @@ def assert_same_seed_outputs(dir_a, dir_b) -> None:
     resume rewrites them) and bit-identical final networks."""
     for name in ("evaluations.csv", "plasticity.csv"):
         assert (dir_a / name).read_bytes() == (dir_b / name).read_bytes(), name
-    final_a = torch.load(dir_a / "checkpoint.pt", weights_only=False)
-    final_b = torch.load(dir_b / "checkpoint.pt", weights_only=False)
+    final_a = load_checkpoint_file(dir_a / "checkpoint.pt")
+    final_b = load_checkpoint_file(dir_b / "checkpoint.pt")
     assert final_a["global_step"] == final_b["global_step"]
     networks = saved_networks(final_a)
     assert {"actor", "critic"} <= set(networks)
@@ -165,7 +166,7 @@ def test_preempted_and_resumed_run_equals_straight_run(script, tmp_path):
                                              *flags)
     assert stopped.returncode == 75, (stopped.stdout[-2000:], stopped.stderr[-2000:])
     assert not (interrupted / "seed1" / "summary.json").exists()
-    stopped_at = torch.load(interrupted / "seed1" / "checkpoint.pt", weights_only=False)["global_step"]
+    stopped_at = load_checkpoint_file(interrupted / "seed1" / "checkpoint.pt")["global_step"]
     assert 0 < stopped_at < 1024
 
     resumed = run_script(script, interrupted / "seed{seed}", *flags)
@@ -206,7 +207,7 @@ def test_truncated_checkpoint_falls_back_to_the_previous_one(script, tmp_path):
     assert run_script(script, run_dir, *flags).returncode == 0
     reference = read_csv(run_dir / "evaluations.csv")
     os.remove(run_dir / "summary.json")  # pretend the run died after its last checkpoint
-    previous_step = torch.load(run_dir / "checkpoint.prev.pt", weights_only=False)["global_step"]
+    previous_step = load_checkpoint_file(run_dir / "checkpoint.prev.pt")["global_step"]
     with open(run_dir / "checkpoint.pt", "r+b") as f:
         f.truncate(os.path.getsize(run_dir / "checkpoint.pt") // 2)
     resumed = run_script(script, run_dir, *flags)
@@ -229,6 +230,89 @@ def test_unresumable_checkpoints_are_refused_not_discarded(tmp_path):
     assert (run_dir / "evaluations.csv").read_text() == logged
     restarted = run_script(SCRIPTS[0], run_dir, *flags, "--overwrite")
     assert restarted.returncode == 0 and (run_dir / "evaluations.csv").read_text() == logged  # deterministic replay
+
+
+def test_checkpoints_hold_tensors_and_plain_values_only(finished_run):
+    """torch.load(weights_only=True), which unpickles no code, reads every script's checkpoint (format 4), and the
+    numpy arrays come back as the arrays they were (dtype and shape: the run state's numpy fields)."""
+    script, run_dir = finished_run
+    raw = torch.load(run_dir / "checkpoint.pt", weights_only=True)
+    assert raw["format"] == 4 and raw["numpy_arrays"]
+    state = load_checkpoint_file(run_dir / "checkpoint.pt")
+    assert "numpy_arrays" not in state
+    for place in raw["numpy_arrays"]:
+        stored, restored = raw, state
+        for key in place:
+            stored, restored = stored[key], restored[key]
+        assert isinstance(restored, np.ndarray) and np.array_equal(restored, stored.numpy())
+    assert state["obs_rms"]["mean"].dtype == np.float64 and state["episode_length"].dtype == np.int64
+
+
+class WouldRunCode:
+    """A pickle whose loading would call os.makedirs(path): the payload of a crafted checkpoint."""
+
+    def __init__(self, path):
+        self.path = str(path)
+
+    def __reduce__(self):
+        return os.makedirs, (self.path,)
+
+
+def directory_bytes(run_dir) -> dict:
+    """Every file of a run directory, byte for byte, but .lock (it names the last process that held the directory)."""
+    return {path.name: path.read_bytes() for path in sorted(run_dir.iterdir()) if path.is_file() and path.name != ".lock"}
+
+
+def test_a_checkpoint_that_would_run_code_is_refused(tmp_path):
+    """A crafted checkpoint.pt is refused without running its payload and the run resumes from checkpoint.prev.pt
+    (as after a truncated file), bit for bit; with both files crafted the run exits 2 in one line naming the file,
+    and the run directory is byte for byte unchanged. scripts/evaluate.py refuses it too (exit 2)."""
+    run_dir, payload = tmp_path / "run", tmp_path / "payload_ran"
+    flags = ["--checkpoint-frequency", "128", "--num-tasks", "1"]
+    assert run_script(SCRIPTS[0], run_dir, *flags).returncode == 0
+    reference = read_csv(run_dir / "evaluations.csv")
+    os.remove(run_dir / "summary.json")  # pretend the run died after its last checkpoint
+    previous_step = load_checkpoint_file(run_dir / "checkpoint.prev.pt")["global_step"]
+    torch.save({"format": 4, "global_step": WouldRunCode(payload)}, run_dir / "checkpoint.pt")
+    resumed = run_script(SCRIPTS[0], run_dir, *flags)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "needs code to load" in resumed.stderr and f"from global_step {previous_step}" in resumed.stdout
+    assert read_csv(run_dir / "evaluations.csv") == reference and not payload.exists()
+
+    evaluated = run_evaluate(run_dir)  # the finished run's own checkpoint.pt is safe: evaluate reads it
+    assert evaluated.returncode == 0, evaluated.stderr[-2000:]
+    os.remove(run_dir / "summary.json")
+    for name in ("checkpoint.pt", "checkpoint.prev.pt"):
+        torch.save({"format": 4, "global_step": WouldRunCode(payload)}, run_dir / name)
+    before = directory_bytes(run_dir)
+    refused = run_script(SCRIPTS[0], run_dir, *flags)
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr, refused.stderr[-3000:]
+    error = [line for line in refused.stderr.splitlines() if line.startswith("error:")]
+    assert len(error) == 1 and str(run_dir / "checkpoint.pt") in error[0] and "--trust-checkpoint" in error[0]
+    assert directory_bytes(run_dir) == before and not payload.exists()
+    evaluated = run_evaluate(run_dir)
+    assert evaluated.returncode == 2 and "needs code to load" in evaluated.stderr and not payload.exists()
+
+
+def test_a_format_3_checkpoint_resumes_only_when_trusted(tmp_path):
+    """A checkpoint of the previous format (numpy arrays pickled as such) is refused by default, the one-line error
+    naming --trust-checkpoint; with the flag the run resumes from it and ends bit for bit as an uninterrupted run."""
+    straight, run_dir = tmp_path / "straight", tmp_path / "run"
+    flags = ["--checkpoint-frequency", "128", "--num-tasks", "1"]
+    assert run_script(SCRIPTS[0], straight, *flags).returncode == 0
+    shutil.copytree(straight, run_dir)
+    os.remove(run_dir / "summary.json")  # the run died after its step-128 checkpoint, written as format 3 wrote it
+    previous = load_checkpoint_file(run_dir / "checkpoint.prev.pt")
+    os.remove(run_dir / "checkpoint.prev.pt")
+    torch.save({**previous, "format": 3}, run_dir / "checkpoint.pt")
+    before = directory_bytes(run_dir)
+    refused = run_script(SCRIPTS[0], run_dir, *flags)
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr and directory_bytes(run_dir) == before
+    assert "--trust-checkpoint" in refused.stderr and "nothing in it ran" in refused.stderr
+    resumed = run_script(SCRIPTS[0], run_dir, *flags, "--trust-checkpoint")
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert f"from global_step {previous['global_step']}" in resumed.stdout
+    assert_same_seed_outputs(run_dir, straight)  # the final checkpoint is format 4 again: read safely here
 
 
 BAD_INPUTS = [
@@ -276,7 +360,7 @@ def test_network_and_policy_flags_run_end_to_end(script, tmp_path):
         flags = tuple("relu" if flag == "tanh" else flag for flag in POLICY_FLAGS)
     result = run_script(script, tmp_path / "run", *flags)
     assert result.returncode == 0, result.stderr[-3000:]
-    actor = torch.load(tmp_path / "run" / "checkpoint.pt", weights_only=False)["actor"]
+    actor = load_checkpoint_file(tmp_path / "run" / "checkpoint.pt")["actor"]
     assert torch.equal(actor["log_std"], torch.full_like(actor["log_std"], -1.0))
     assert actor["trunk.0.weight"].shape == (1, 16, 27)
     assert not any(name.startswith("trunk.1.") for name in actor)  # the plain LayerNorm has no parameters
@@ -396,12 +480,12 @@ def test_persistent_nonfinite_gradients_stop_with_a_checkpoint(tmp_path):
     assert result.returncode == 3, result.stderr[-3000:]
     assert "5 consecutive minibatch steps had a non-finite" in result.stderr
     assert not (tmp_path / "run" / "summary.json").exists()
-    stopped = torch.load(tmp_path / "run" / "checkpoint.pt", weights_only=False)
+    stopped = load_checkpoint_file(tmp_path / "run" / "checkpoint.pt")
     # A run that ends before its first update saves the initial networks of the same seed: every step was
     # skipped, so the stopped run's networks must be exactly those (the last finite state).
     untrained = run_script(SCRIPTS[0], tmp_path / "untrained", "--num-tasks", "1", "--steps-per-task", "128")
     assert untrained.returncode == 0, untrained.stderr[-2000:]
-    initial = torch.load(tmp_path / "untrained" / "checkpoint.pt", weights_only=False)
+    initial = load_checkpoint_file(tmp_path / "untrained" / "checkpoint.pt")
     for network in ("actor", "critic"):
         for name, tensor in initial[network].items():
             assert torch.equal(tensor, stopped[network][name])

@@ -11,7 +11,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 import cb_continuous as cb
 from cb_continuous import Actor, Critic, GenerateAndTest, SeedwiseAdam, contribution_utility
-from tiny_run import TINY_EVALUATION_STEPS, read_csv, run_script
+from tiny_run import TINY_EVALUATION_STEPS, load_checkpoint_file, read_csv, run_script
 
 OBS_DIM, ACTION_DIM, HIDDEN = 5, 2, 8
 
@@ -316,7 +316,7 @@ def test_tiny_run_writes_evaluations_and_replacement_logs(replacing_run, seed):
     assert replaced == [a + c for a, c in zip(scalars(seed_dir, "cb/actor_replaced_units"),
                                               scalars(seed_dir, "cb/critic_replaced_units"))]
     assert all(math.isfinite(u) and u >= 0 for u in scalars(seed_dir, "cb/critic_mean_utility"))
-    checkpoint = torch.load(seed_dir / "checkpoint.pt", weights_only=False)
+    checkpoint = load_checkpoint_file(seed_dir / "checkpoint.pt")
     for network in ("actor", "critic"):
         state = checkpoint[f"{network}_generate_and_test"]
         ages = [state["ages.0"], state["ages.1"]]

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 import ppo_drnd_continuous as drnd
-from tiny_run import REPO_ROOT, TINY_EVALUATION_STEPS, read_csv, run_script
+from tiny_run import REPO_ROOT, TINY_EVALUATION_STEPS, load_checkpoint_file, read_csv, run_script
 
 SCRIPT = "ppo_drnd_continuous.py"
 DRND_FLAGS = ["--num-targets", "--drnd-alpha", "--drnd-learning-rate", "--drnd-update-proportion", "--int-gamma",
@@ -212,8 +212,8 @@ def test_two_seed_run_logs_drnd_per_seed_and_resumes_its_state_bit_identically(t
                     "drnd/intrinsic_return_std", "losses/value_loss", "losses/value_loss_ext", "losses/value_loss_int"):
             values = [event.value for event in events.Scalars(tag)]
             assert len(values) == 7 and np.isfinite(values).all(), tag  # one per update: steps 64, ..., 448
-        final[seed] = torch.load(run_dir / "checkpoint.pt", weights_only=False)
-        previous[seed] = torch.load(run_dir / "checkpoint.prev.pt", weights_only=False)
+        final[seed] = load_checkpoint_file(run_dir / "checkpoint.pt")
+        previous[seed] = load_checkpoint_file(run_dir / "checkpoint.prev.pt")
         assert previous[seed]["global_step"] == 384 and final[seed]["global_step"] == 512
         # one seed's state: the seed axis has length 1
         assert final[seed]["predictor"]["0.weight"].shape[0] == 1
@@ -230,7 +230,7 @@ def test_two_seed_run_logs_drnd_per_seed_and_resumes_its_state_bit_identically(t
 
     alone = run_script(SCRIPT, tmp_path / "alone" / "seed{seed}", *flags, "--seed", "2")
     assert alone.returncode == 0, alone.stderr[-3000:]
-    assert_same_drnd_state(final[2], torch.load(tmp_path / "alone" / "seed2" / "checkpoint.pt", weights_only=False))
+    assert_same_drnd_state(final[2], load_checkpoint_file(tmp_path / "alone" / "seed2" / "checkpoint.pt"))
 
     # resume the same run directories from their step-384 checkpoints, as if the group had died after writing them
     evaluations = {seed: (straight / f"seed{seed}" / "evaluations.csv").read_text() for seed in (1, 2)}
@@ -242,4 +242,4 @@ def test_two_seed_run_logs_drnd_per_seed_and_resumes_its_state_bit_identically(t
     for seed in (1, 2):
         assert f"seed{seed} from global_step 384" in result.stdout
         assert (straight / f"seed{seed}" / "evaluations.csv").read_text() == evaluations[seed]
-        assert_same_drnd_state(final[seed], torch.load(straight / f"seed{seed}" / "checkpoint.pt", weights_only=False))
+        assert_same_drnd_state(final[seed], load_checkpoint_file(straight / f"seed{seed}" / "checkpoint.pt"))

@@ -14,7 +14,8 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 import plasticity_metrics
 import ppo_redo_continuous as redo
-from tiny_run import REPO_ROOT, TINY_EVALUATION_STEPS, read_csv, run_script, run_until_checkpoint_then_stop
+from tiny_run import (REPO_ROOT, TINY_EVALUATION_STEPS, load_checkpoint_file, read_csv, run_script,
+                      run_until_checkpoint_then_stop)
 
 OBS_DIM, ACTION_DIM, HIDDEN = 5, 2, 16
 SCRIPT = "ppo_redo_continuous.py"
@@ -218,8 +219,8 @@ def assert_same_seed_outputs(dir_a, dir_b) -> None:
     """Evaluations and the final checkpoint's networks, Adam states (moments, step counts) and generator alike."""
     with open(dir_a / "evaluations.csv") as a, open(dir_b / "evaluations.csv") as b:
         assert a.read() == b.read()
-    final_a = torch.load(dir_a / "checkpoint.pt", weights_only=False)
-    final_b = torch.load(dir_b / "checkpoint.pt", weights_only=False)
+    final_a = load_checkpoint_file(dir_a / "checkpoint.pt")
+    final_b = load_checkpoint_file(dir_b / "checkpoint.pt")
     for entry in ("global_step", "actor", "critic", "actor_optimizer", "critic_optimizer", "rng"):
         assert_same_state(final_a[entry], final_b[entry], entry)
 
@@ -277,7 +278,7 @@ def test_preempted_and_resumed_run_equals_straight_run_through_recycles(tmp_path
     stopped = run_until_checkpoint_then_stop(SCRIPT, interrupted / "seed{seed}", interrupted / "seed2" / "checkpoint.pt",
                                              *flags)
     assert stopped.returncode == 75, (stopped.stdout[-2000:], stopped.stderr[-2000:])
-    stopped_at = torch.load(interrupted / "seed1" / "checkpoint.pt", weights_only=False)["global_step"]
+    stopped_at = load_checkpoint_file(interrupted / "seed1" / "checkpoint.pt")["global_step"]
     assert 0 < stopped_at < 1024 - 128  # at least one more update, so recycles, after the resume
 
     resumed = run_script(SCRIPT, interrupted / "seed{seed}", *flags)

@@ -59,7 +59,8 @@ def job_id_of(submit_output):
 
 def test_array_of_real_tiny_runs_and_requeue_of_a_preempted_run(tmp_path, slurm_env):
     """Two arrays at once (one test, so that pytest-xdist workers never share the cluster's lifecycle):
-    two real tiny ppo_continuous.py runs, and two fake runs whose first attempt exits 75 and must be requeued."""
+    two real tiny ppo_continuous.py runs, and two fake runs whose first attempt exits 75 and must be requeued; and a
+    real run preempted by SIGTERM half-way, requeued, resumed through its run directory's lock, bit for bit."""
     real_root = str(tmp_path / "real")
     selection = ["--methods", "PPO", "--settings", str(SETTING), "--seeds", "1-2", "--root", real_root, "--python", sys.executable]
     out = submit(slurm_env, *selection, "--max-parallel", "2", "--", *TINY_FLAGS)
@@ -74,8 +75,38 @@ def test_array_of_real_tiny_runs_and_requeue_of_a_preempted_run(tmp_path, slurm_
     fake_job = job_id_of(submit(env, "--methods", "PPO", "--settings", str(SETTING), "--seeds", "1-2", "--root", fake_root,
                                 "--scripts-dir", str(algorithms), "--python", sys.executable))  # fmt: skip
 
+    # A real run preempted half-way: SIGTERM to the batch shell once the run has written a checkpoint (slurm_task.sh
+    # and run_one.sh forward it to the run), exit 75, requeue; the second attempt takes the run directory's lock
+    # (freed when the first process exited) and resumes, and ends bit for bit as a run that never stopped.
+    preempted_root = str(tmp_path / "preempted")
+    long_flags = [*TINY_FLAGS, "--checkpoint-frequency", "128"]
+    long_flags[long_flags.index("--steps-per-task") + 1] = "2048"  # 4,096 steps: time to signal it half-way
+    preempted_job = job_id_of(submit(slurm_env, "--methods", "PPO", "--settings", str(SETTING), "--seeds", "1",
+                                     "--root", preempted_root, "--python", sys.executable, "--", *long_flags))
+    preempted_dir = runlist.run_dir(preempted_root, SETTING, "PPO", 1)
+    deadline = time.time() + 300
+    while not os.path.exists(os.path.join(preempted_dir, "checkpoint.pt")):
+        assert time.time() < deadline, "the preempted run never wrote a checkpoint"
+        time.sleep(0.05)
+    subprocess.run(["scancel", "--batch", "--signal=TERM", f"{preempted_job}_0"], env=slurm_env, check=True)
+
     wait_for(slurm_env, real_job, timeout=300)
     wait_for(slurm_env, fake_job, timeout=180)  # a requeued task is eligible again after ~11 s
+    wait_for(slurm_env, preempted_job, timeout=300)
+    with open(os.path.join(preempted_root, "slurm", "logs", f"{preempted_job}_0.out")) as f:
+        log = f.read()
+    assert f"requeueing {preempted_job}_0" in log and "restart 1)" in log and log.rstrip().endswith("exit code 0")
+    with open(os.path.join(preempted_dir, "stdout.log")) as f:
+        stdout = f.read()
+    assert "exit code 75" in stdout and "resuming" in stdout, stdout[-2000:]
+    command = re.search(r"^\[run_one [^\]]*\] (.*)$", stdout, re.MULTILINE).group(1)  # the run list's command
+    straight_dir = str(tmp_path / "straight")
+    straight = subprocess.run(command.replace(preempted_dir, straight_dir), shell=True, cwd=runlist.REPO_ROOT,
+                              capture_output=True, text=True, timeout=300)
+    assert straight.returncode == 0, straight.stderr[-2000:]
+    for name in ("evaluations.csv", "plasticity.csv"):
+        with open(os.path.join(preempted_dir, name), "rb") as a, open(os.path.join(straight_dir, name), "rb") as b:
+            assert a.read() == b.read(), name
     for task in (0, 1):
         run = summarize.load_run(runlist.run_dir(real_root, SETTING, "PPO", task + 1))
         assert run.complete, (run.problems, open(os.path.join(run.run_dir, "stderr.log")).read())

@@ -33,6 +33,16 @@ def run_script(script: str, run_dir, *extra_flags, tiny: bool = True, timeout: f
                           env={**os.environ, **(env or {})})
 
 
+def load_checkpoint_file(path) -> dict:
+    """A checkpoint file as the scripts read it (read_checkpoint: torch.load with weights_only=True, the numpy
+    arrays restored); an AssertionError naming the file when they would refuse it."""
+    import ppo_continuous
+
+    state, problem = ppo_continuous.read_checkpoint(str(path))
+    assert state is not None, f"{path}: {problem}"
+    return state
+
+
 def start_script(script: str, run_dir, *extra_flags, env=None) -> subprocess.Popen:
     """Start ``script`` with the tiny flags plus ``extra_flags`` in the background (run_script's command)."""
     command = [sys.executable, os.path.join(REPO_ROOT, script), "--run-dir", str(run_dir), *TINY_FLAGS,
