@@ -51,9 +51,9 @@ DRND_RATIO_CLIP_MIN, DRND_VARIANCE_EPS = 1e-3, 1e-8
 
 @dataclass
 class Args:
-    """The method's flags: PPO's hyperparameters (paper, Appendix B), then the method's own. The run's settings
-    (environment, schedule, seeds, evaluation, outputs) are ``RunArgs``, below the marker; the command line takes
-    both."""
+    """Every flag of the command line: PPO's hyperparameters (paper, Appendix B), then the method's own, then the
+    run's settings (experiment, seeds, environment and schedule, evaluation, checkpoints, outputs), the same in every
+    script."""
 
     learning_rate: float = 3e-4
     """Adam learning rate of the actor and of the critic"""
@@ -130,6 +130,76 @@ class Args:
     """weight of the extrinsic advantage in the policy advantage"""
     int_coef: float = 1.0
     """weight of the intrinsic advantage in the policy advantage"""
+
+    # ---- The run's settings, the same in every script (scripts/sync_plumbing.py copies them) ----
+    exp_name: str = os.path.basename(__file__)[: -len(".py")]
+    """the name of this experiment (part of the default run directory)"""
+    seed: int = 1
+    """seed of the experiment (the evaluation environments use seed + 100)"""
+    num_seeds: int = 1
+    """train seeds seed, seed + 1, ..., seed + num_seeds - 1 in this process as independent agents (batched)"""
+    torch_deterministic: bool = True
+    """make torch deterministic (`torch.use_deterministic_algorithms`; see docs/long-runs.md for the CUDA cost)"""
+    cuda: bool = True
+    """use CUDA when it is available and --num-seeds >= CUDA_MIN_SEEDS (faster there, measured); an explicit
+    `--cuda` forces CUDA whatever the number of seeds, `--no-cuda` forces the CPU"""
+    torch_threads: int = 1
+    """torch intra-op threads on the CPU (1 is fastest for these network sizes and keeps results bit-identical)"""
+    track: bool = False
+    """log to Weights & Biases (group = experiment/env/strategy, job_type = method)"""
+    wandb_project_name: str = "eppo"
+    """the wandb project name"""
+    wandb_entity: Optional[str] = None
+    """the wandb entity (team)"""
+    run_dir: Optional[str] = None
+    """output directory (default `runs/{run_name}`), `{seed}` in it is replaced by each seed (required with
+    --num-seeds > 1); re-running with an existing run directory resumes it"""
+    overwrite: bool = False
+    """delete the outputs of a previous run in `run_dir` whose configuration differs, instead of refusing"""
+    trust_checkpoint: bool = False
+    """load `run_dir`'s checkpoints with full unpickling, which runs any code a crafted file carries: only for files
+    you trust, e.g. a run started before checkpoint format 4 (the default reads tensors and plain values only)"""
+
+    # Environment and non-stationarity schedule
+    env_id: Literal["HalfCheetah-v5", "Ant-v5"] = "HalfCheetah-v5"
+    """the MuJoCo environment"""
+    experiment: Literal["slippery", "paralysis", "none"] = "paralysis"
+    """the non-stationarity: floor friction (slippery), joint torque (paralysis) or none (stationary)"""
+    strategy: str = "back-one"
+    """slippery: decreasing | increasing; paralysis on Ant: back-one | front-one | back-two | front-two | cross |
+    parallel; on HalfCheetah: back-one | front-one | cross-v1 | cross-v2 (ignored when experiment is none)"""
+    friction_mode: Literal["floor", "governing"] = "floor"
+    """floor: change only the floor's friction (the paper); governing: the floor's friction governs every contact"""
+    steps_per_task: int = 500000
+    """environment steps per task; total steps = steps_per_task * num_tasks"""
+    num_tasks: int = 0
+    """number of tasks to run from the start of the schedule (0 = the whole schedule: 15 slippery, 9 paralysis)"""
+    max_episode_steps: int = 1000
+    """episode length limit (truncation) for training and evaluation"""
+    include_cfrc_ext_in_observation: bool = True
+    """Ant-v5: keep its 78 contact-force entries in the observation (gymnasium's default, 105 entries);
+    --no-include-cfrc-ext-in-observation gives the 27 of positions and velocities (the reward is unchanged)"""
+    num_envs: int = 1
+    """the number of parallel training environments per seed (stepped in this process)"""
+    env_threads: int = 0
+    """threads that step the simulations of all seeds (mujoco.batch, GIL released); results do not depend on it;
+    0 = the CPUs this process may use (os.sched_getaffinity), at most one per simulation"""
+
+    # Evaluation, checkpoints and outputs
+    eval_frequency: int = 20000
+    """evaluate every this many steps (and at step 0 and at the last step of every task)"""
+    eval_episodes: int = 10
+    """evaluation episodes per evaluation (run as parallel environments seeded seed + 100 + i)"""
+    checkpoint_frequency: int = 100000
+    """write `checkpoint.pt` every this many steps (and after every task end); 0 = only at task ends"""
+    max_nonfinite_skips: int = 100
+    """stop (exit code 3) after this many consecutive minibatch steps with a non-finite loss or gradient"""
+    save_states: bool = False
+    """store visited observations (float16) in `states.npz` for the exploration (coverage) analysis"""
+    save_states_every: int = 10
+    """with `--save-states`, keep every n-th training observation"""
+    plasticity_states: int = 2000
+    """maximum number of evaluation states used for the plasticity metrics"""
 
 
 def method_name(args: Args) -> str:
@@ -611,86 +681,6 @@ CUDA_MIN_SEEDS = 8
 # Without a terminal (output to a file) the progress bar is off: every evaluation line says where the run is, and
 # a line says it at least this often when evaluations are further apart.
 PROGRESS_NOTE_SECONDS = 300
-
-
-@dataclass
-class RunArgs:
-    """The run's settings, the same in every script: experiment, seeds, environment and schedule, evaluation,
-    checkpoints and outputs."""
-
-    exp_name: str = os.path.basename(__file__)[: -len(".py")]
-    """the name of this experiment (part of the default run directory)"""
-    seed: int = 1
-    """seed of the experiment (the evaluation environments use seed + 100)"""
-    num_seeds: int = 1
-    """train seeds seed, seed + 1, ..., seed + num_seeds - 1 in this process as independent agents (batched)"""
-    torch_deterministic: bool = True
-    """make torch deterministic (`torch.use_deterministic_algorithms`; see docs/long-runs.md for the CUDA cost)"""
-    cuda: bool = True
-    """use CUDA when it is available and --num-seeds >= CUDA_MIN_SEEDS (faster there, measured); an explicit
-    `--cuda` forces CUDA whatever the number of seeds, `--no-cuda` forces the CPU"""
-    torch_threads: int = 1
-    """torch intra-op threads on the CPU (1 is fastest for these network sizes and keeps results bit-identical)"""
-    track: bool = False
-    """log to Weights & Biases (group = experiment/env/strategy, job_type = method)"""
-    wandb_project_name: str = "eppo"
-    """the wandb project name"""
-    wandb_entity: Optional[str] = None
-    """the wandb entity (team)"""
-    run_dir: Optional[str] = None
-    """output directory (default `runs/{run_name}`), `{seed}` in it is replaced by each seed (required with
-    --num-seeds > 1); re-running with an existing run directory resumes it"""
-    overwrite: bool = False
-    """delete the outputs of a previous run in `run_dir` whose configuration differs, instead of refusing"""
-    trust_checkpoint: bool = False
-    """load `run_dir`'s checkpoints with full unpickling, which runs any code a crafted file carries: only for files
-    you trust, e.g. a run started before checkpoint format 4 (the default reads tensors and plain values only)"""
-
-    # Environment and non-stationarity schedule
-    env_id: Literal["HalfCheetah-v5", "Ant-v5"] = "HalfCheetah-v5"
-    """the MuJoCo environment"""
-    experiment: Literal["slippery", "paralysis", "none"] = "paralysis"
-    """the non-stationarity: floor friction (slippery), joint torque (paralysis) or none (stationary)"""
-    strategy: str = "back-one"
-    """slippery: decreasing | increasing; paralysis on Ant: back-one | front-one | back-two | front-two | cross |
-    parallel; on HalfCheetah: back-one | front-one | cross-v1 | cross-v2 (ignored when experiment is none)"""
-    friction_mode: Literal["floor", "governing"] = "floor"
-    """floor: change only the floor's friction (the paper); governing: the floor's friction governs every contact"""
-    steps_per_task: int = 500000
-    """environment steps per task; total steps = steps_per_task * num_tasks"""
-    num_tasks: int = 0
-    """number of tasks to run from the start of the schedule (0 = the whole schedule: 15 slippery, 9 paralysis)"""
-    max_episode_steps: int = 1000
-    """episode length limit (truncation) for training and evaluation"""
-    include_cfrc_ext_in_observation: bool = True
-    """Ant-v5: keep its 78 contact-force entries in the observation (gymnasium's default, 105 entries);
-    --no-include-cfrc-ext-in-observation gives the 27 of positions and velocities (the reward is unchanged)"""
-    num_envs: int = 1
-    """the number of parallel training environments per seed (stepped in this process)"""
-    env_threads: int = 0
-    """threads that step the simulations of all seeds (mujoco.batch, GIL released); results do not depend on it;
-    0 = the CPUs this process may use (os.sched_getaffinity), at most one per simulation"""
-
-    # Evaluation, checkpoints and outputs
-    eval_frequency: int = 20000
-    """evaluate every this many steps (and at step 0 and at the last step of every task)"""
-    eval_episodes: int = 10
-    """evaluation episodes per evaluation (run as parallel environments seeded seed + 100 + i)"""
-    checkpoint_frequency: int = 100000
-    """write `checkpoint.pt` every this many steps (and after every task end); 0 = only at task ends"""
-    max_nonfinite_skips: int = 100
-    """stop (exit code 3) after this many consecutive minibatch steps with a non-finite loss or gradient"""
-    save_states: bool = False
-    """store visited observations (float16) in `states.npz` for the exploration (coverage) analysis"""
-    save_states_every: int = 10
-    """with `--save-states`, keep every n-th training observation"""
-    plasticity_states: int = 2000
-    """maximum number of evaluation states used for the plasticity metrics"""
-
-
-@dataclass
-class Args(RunArgs, Args):  # noqa: F811 (the command line's Args: the method's fields first, then RunArgs')
-    pass
 
 
 # ---- Seeds stacked in one process: layers, optimizer, normalization ----

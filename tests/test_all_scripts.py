@@ -6,6 +6,7 @@ evaluation protocol, reproducibility, checkpoint/resume, preemption, bad input a
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -117,14 +118,24 @@ def test_outputs_equal_the_golden_outputs_of_two_seeds(script, tmp_path):
 
 
 def test_the_plumbing_block_is_byte_identical_in_every_script():
-    """Below its marker line every algorithm script holds the same plumbing, byte for byte (the template's is
-    copied with scripts/sync_plumbing.py); above it, the method."""
-    _, template = sync_plumbing.split(sync_plumbing.read(sync_plumbing.TEMPLATE), sync_plumbing.TEMPLATE)
+    """Below its marker line every algorithm script holds the same plumbing, byte for byte, and its Args ends with
+    the same run settings (the template's are copied with scripts/sync_plumbing.py); the rest is the method. Args
+    is one class: every field the method half reads is declared in it."""
+    template_method, template = sync_plumbing.split(sync_plumbing.read(sync_plumbing.TEMPLATE), sync_plumbing.TEMPLATE)
+    settings = sync_plumbing.split_args(template_method, sync_plumbing.TEMPLATE)[1]
     assert len(template.splitlines()) > 500  # the block really holds the plumbing
+    assert {"seed", "num_seeds", "env_id", "num_envs", "run_dir", "eval_episodes"} <= set(re.findall(r"^    (\w+):", settings, re.M))
     for script in sync_plumbing.SCRIPTS:
         method, block = sync_plumbing.split(sync_plumbing.read(script), script)
         assert block == template, f"{script}: its plumbing differs from ppo_continuous.py's (scripts/sync_plumbing.py)"
+        assert sync_plumbing.split_args(method, script)[1] == settings, f"{script}: its run settings differ"
         assert "def main(argv: list) -> int:" in method
+    for script in SCRIPTS:
+        text = sync_plumbing.read(script)
+        assert text.count("class Args") == 1, f"{script}: Args is declared more than once"
+        method = sync_plumbing.split(text, script)[0]
+        declared = set(re.findall(r"^    (\w+): ", method[method.index("class Args"):], re.M))
+        assert set(re.findall(r"\bargs\.(\w+)", method)) <= declared, script
 
 
 # Method state that must survive a resume even when the tiny run would not exercise it: CB replaces units.
