@@ -609,11 +609,9 @@ def update(run, batch: dict, args: Args) -> dict:
     replaced = {"actor_replaced_units": np.zeros(len(run.seeds), np.int64),
                 "critic_replaced_units": np.zeros(len(run.seeds), np.int64)}
     for epoch in range(args.update_epochs):
-        for mb in minibatches(run, batch):
+        for mb in minibatches(run, batch):  # none left once the run must stop (non-finite steps in a row)
             losses, stats, (actor_activations, critic_activations) = ppo_loss(run.agent, mb, args)  # CB:
             stepped = optimizer_step(run, losses)
-            if stepped is None:  # too many non-finite steps in a row: the run stops with a checkpoint
-                return {**update_means(run), **replaced}  # CB: + replaced
             # CB: generate-and-test after every optimizer step, on this minibatch's hidden outputs (stepped seeds)
             replaced["actor_replaced_units"] += run.agent.actor_generate_and_test.step(actor_activations, stepped)
             replaced["critic_replaced_units"] += run.agent.critic_generate_and_test.step(critic_activations, stepped)
@@ -773,7 +771,8 @@ def layer_init(layer: StackedLinear, generators: list, std: float = np.sqrt(2), 
     """CleanRL's orthogonal initialization (gain ``std``, biases ``bias_const``), or with ``init="torch"``
     nn.Linear's own (reset_parameters: weights kaiming_uniform_(a=sqrt(5)), i.e. uniform in +-1/sqrt(fan_in), then
     biases uniform in the same range; ``std`` and ``bias_const`` unused). Seed k's slice is drawn from seed k's
-    generator only."""
+    generator only. The layer remembers its initializer (``layer.initializer``), so that fresh_draw repeats it."""
+    layer.initializer = (std, bias_const, init)
     with torch.no_grad():
         if init == "torch":
             bound = 1.0 / math.sqrt(layer.weight.shape[-1])
@@ -785,6 +784,35 @@ def layer_init(layer: StackedLinear, generators: list, std: float = np.sqrt(2), 
             torch.nn.init.orthogonal_(weight, std, generator=generator)
         layer.bias.fill_(bias_const)
     return layer
+
+
+def fresh_draw(layer: StackedLinear, generator: torch.Generator) -> tuple:
+    """A fresh draw of ``layer``'s own initializer for one seed (the scheme and gain layer_init gave it: sqrt(2)
+    for hidden layers, --policy-head-gain for the policy's head, 1 for the value head; or nn.Linear's), from
+    ``generator``: (weight (out, in), bias (out,)), on the CPU. For methods that re-initialize units or layers."""
+    std, bias_const, init = layer.initializer
+    _, out_features, in_features = layer.weight.shape
+    fresh = layer_init(StackedLinear(1, in_features, out_features), [generator], std, bias_const, init)
+    return fresh.weight.detach()[0], fresh.bias.detach()[0, 0]
+
+
+def hidden_layers(network: nn.Module) -> list:
+    """(incoming StackedLinear, its StackedLayerNorm or None, outgoing StackedLinear) of every hidden layer of an
+    actor or critic, found by type and name: the layers of its ``trunk`` in order, the last one's outgoing layer
+    its head (its one StackedLinear outside the trunk: Actor.mean_head, Critic.head), so every --layer-norm
+    layout of mlp_trunk works. For methods that act on hidden units."""
+    linears, layer_norms = [], []
+    for module in network.trunk:
+        if isinstance(module, StackedLinear):
+            linears.append(module)
+            layer_norms.append(None)
+        elif isinstance(module, StackedLayerNorm):
+            layer_norms[-1] = module
+    heads = [module for name, module in network.named_children() if name != "trunk" and isinstance(module, StackedLinear)]
+    if len(heads) != 1:
+        raise ValueError(f"{type(network).__name__} has {len(heads)} output layers besides its trunk; expected one")
+    linears.append(heads[0])
+    return [(linears[i], layer_norms[i], linears[i + 1]) for i in range(len(layer_norms))]
 
 
 # the hidden activations that --activation offers; hidden_activations() collects their outputs
@@ -851,6 +879,12 @@ class SeedwiseAdam(optim.Optimizer):
         steps = torch.stack([self.state[p]["step"] for p in self.params])
         self.lockstep = bool((steps == steps[:, :1]).all())
         self._seed_views = None
+
+    def steps_taken(self) -> np.ndarray:
+        """Each seed's number of steps taken, (seeds,) int64: its Adam step count, so a skipped step (non-finite)
+        does not count, and it is checkpointed with the optimizer, so it goes on across a resume. For methods that
+        act every F gradient steps."""
+        return torch.stack([self.state[p]["step"] for p in self.params]).amax(0).cpu().numpy().astype(np.int64)
 
     def seed_gradients(self, k: int) -> list:
         """Views of seed k's gradients (of the parameters that have one)."""
@@ -1337,21 +1371,35 @@ class Minibatch(dict):
 
 
 def minibatches(run: Run, batch: dict):
-    """One epoch over the batch: each seed's own random permutation (from its own generator) in minibatches."""
+    """One epoch over the batch: each seed's own random permutation (from its own generator) in minibatches; none
+    once a seed has skipped --max-nonfinite-skips steps in a row (the run then stops with a checkpoint), so that
+    the update ends by its one return."""
+    if must_stop_nonfinite(run):
+        return
     permutation = torch.stack([torch.randperm(run.batch_size, generator=generator)
                                for generator in run.generators]).to(run.device)
     for start in range(0, run.batch_size, run.args.minibatch_size):
+        if must_stop_nonfinite(run):
+            return
         yield Minibatch(batch, permutation[:, start : start + run.args.minibatch_size], run.seed_rows)
 
 
-def optimizer_step(run: Run, losses: dict, unclipped: tuple = ()) -> Optional[np.ndarray]:
+def must_stop_nonfinite(run: Run) -> bool:
+    """Whether a seed has skipped --max-nonfinite-skips minibatch steps in a row (end_iteration stops the run)."""
+    return run.consecutive_nonfinite.max() >= run.args.max_nonfinite_skips
+
+
+def optimizer_step(run: Run, losses: dict, unclipped: tuple = ()) -> np.ndarray:
     """One step of each optimizer ``run.agent.{name}_optimizer`` on its loss ``losses[name]``, (seeds,) each: one
     backward of their sum over seeds (disjoint parameters, so each seed's gradient is that of its own loss), each
     seed's gradient norm clipped at --max-grad-norm (except the optimizers named in ``unclipped``), and a seed
-    whose loss or gradient is not finite skips its step. Returns which seeds stepped, or None when a seed has
-    skipped --max-nonfinite-skips steps in a row (the run then stops). ``run.grad_norms`` keeps the norms. With
-    --joint-optimizer the clipped optimizers share one clip, by the norm over all their gradients (which
-    run.grad_norms then holds for each): the separate Adams step exactly as one Adam over all their parameters."""
+    whose loss or gradient is not finite skips its step. Returns which seeds stepped, (seeds,) bool: none when a
+    seed has now skipped --max-nonfinite-skips steps in a row (minibatches then ends the update and the run stops).
+    ``run.grad_norms`` keeps the norms (before clipping), and every parameter's ``.grad`` keeps this step's clipped
+    gradient until the next optimizer_step (it zeroes them first, never after): a method reads them there (EPPO's
+    head shares). With --joint-optimizer the clipped optimizers share one clip, by the norm over all their
+    gradients (which run.grad_norms then holds for each): the separate Adams step exactly as one Adam over all
+    their parameters."""
     optimizers = {name: getattr(run.agent, f"{name}_optimizer") for name in losses}
     for optimizer in optimizers.values():
         optimizer.zero_grad()
@@ -1375,8 +1423,8 @@ def optimizer_step(run: Run, losses: dict, unclipped: tuple = ()) -> Optional[np
             run.skip_reasons[k].update(names[~finite[:, k]])
         run.skipped_this_update += ~stepped
         run.consecutive_nonfinite = np.where(stepped, 0, run.consecutive_nonfinite + 1)
-        if run.consecutive_nonfinite.max() >= run.args.max_nonfinite_skips:
-            return None
+        if must_stop_nonfinite(run):  # no seed steps: the run stops with the last finite state
+            return np.zeros_like(stepped)
         for optimizer in optimizers.values():
             optimizer.step(stepped)
     else:
@@ -1437,7 +1485,7 @@ def end_iteration(run: Run) -> None:
                              eval=f"{np.nanmean(run.last_eval_return):.0f}", refresh=False)
     if run.log_progress and now - run.progress_mark[0] >= PROGRESS_NOTE_SECONDS:  # evaluations far apart
         print(f"step {run.global_step}: {progress_note(run)}", flush=True)
-    if run.consecutive_nonfinite.max() >= args.max_nonfinite_skips:
+    if must_stop_nonfinite(run):
         write_checkpoint(run)
         failed = [seeds[k] for k in np.flatnonzero(run.consecutive_nonfinite >= args.max_nonfinite_skips)]
         reasons = sorted(set().union(*(run.skip_reasons[seeds.index(seed)] for seed in failed)))

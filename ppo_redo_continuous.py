@@ -417,32 +417,16 @@ def dormant_mask(activation: torch.Tensor, tau: float) -> torch.Tensor:
     return dormant_scores(activation) <= tau
 
 
-def hidden_layers(trunk: nn.Sequential, head: nn.Module) -> list:
-    """ReDo: (incoming Linear, its LayerNorm or None, outgoing Linear) of every hidden layer of a trunk, the last
-    one's outgoing Linear the head; found by type, so every --layer-norm layout of mlp_trunk's works."""
-    linears, layer_norms = [], []
-    for module in trunk:
-        if isinstance(module, StackedLinear):
-            linears.append(module)
-            layer_norms.append(None)
-        elif isinstance(module, StackedLayerNorm):
-            layer_norms[-1] = module
-    linears.append(head)
-    return [(linears[i], layer_norms[i], linears[i + 1]) for i in range(len(layer_norms))]
-
-
 @torch.no_grad()
-def recycle_units(incoming, layer_norm, outgoing, optimizer, generator, k: int, units: torch.Tensor,
-                  init: str = "orthogonal") -> None:
+def recycle_units(incoming, layer_norm, outgoing, optimizer, generator, k: int, units: torch.Tensor) -> None:
     """ReDo: re-initialize ``units`` of one hidden layer of seed k only (Sokar et al., 2023, Algorithm 1). Incoming
-    weights: those rows of a fresh draw of the layer by its own initializer (layer_init with --init: orthogonal
-    with gain sqrt(2), or nn.Linear's uniform), from seed k's generator; bias 0 (the authors' code); with
+    weights: those rows of a fresh draw of the layer by its own initializer (fresh_draw: with --init orthogonal
+    of gain sqrt(2), or nn.Linear's uniform), from seed k's generator; bias 0 (the authors' code); with
     --layer-norm affine, LayerNorm gain 1 and shift 0, the unit's own affine parameters (a kept negative shift
     would keep the fresh unit silent; ``layer_norm`` None or plain has none); outgoing weights 0, so the next layer
     does not read the unit yet. Then the Adam moments of all these entries are zeroed (the authors' code zeroes
     those of the incoming and outgoing weights; stale moments would push the fresh entries the old way)."""
-    _, out_features, in_features = incoming.weight.shape
-    fresh = layer_init(StackedLinear(1, in_features, out_features), [generator], init=init).weight.detach()[0]
+    fresh = fresh_draw(incoming, generator)[0]
     incoming.weight[k, units] = fresh[units.cpu()].to(incoming.weight.device)
     entries = [(incoming.weight, (k, units), None), (incoming.bias, (k, 0, units), 0.0)]
     if layer_norm is not None and layer_norm.affine:
@@ -462,10 +446,8 @@ def recycle_dormant_units(run, name: str, obs: torch.Tensor, stepped: np.ndarray
     minibatch's observations with the stepped parameters, recycle the tau-dormant ones and score them again.
     Returns (seed index, units recycled, tau-dormant % before, after) for each such seed."""
     network, optimizer = getattr(run.agent, name), getattr(run.agent, f"{name}_optimizer")
-    trunk, head = network.children()  # the trunk, then the critic's head or the actor's mean head
-    layers = hidden_layers(trunk, head)
-    steps = optimizer.state[layers[0][0].weight]["step"].cpu().numpy()  # every loss reaches the first layer
-    due = np.flatnonzero(stepped & (steps % args.redo_frequency == 0))
+    layers = hidden_layers(network)
+    due = np.flatnonzero(stepped & (optimizer.steps_taken() % args.redo_frequency == 0))
     if not len(due):
         return []
 
@@ -479,7 +461,7 @@ def recycle_dormant_units(run, name: str, obs: torch.Tensor, stepped: np.ndarray
         # layer's fresh rows, as in the authors' code (incoming, then outgoing)
         for i, mask in reversed(list(enumerate(before[k]))):
             if mask.any():
-                recycle_units(*layers[i], optimizer, run.generators[k], k, torch.nonzero(mask)[:, 0], args.init)
+                recycle_units(*layers[i], optimizer, run.generators[k], k, torch.nonzero(mask)[:, 0])
     after = masks()
 
     def percent(seed_masks):  # the tau-dormant share of all hidden units
@@ -517,11 +499,9 @@ def update(run, batch: dict, args: Args) -> dict:
     Returns what log_update logs: each seed's means of the minibatch statistics, {name: (seeds,)}."""
     redo = {"actor": [], "critic": []}  # ReDo: each network's recycles (recycle_dormant_units), also returned
     for epoch in range(args.update_epochs):
-        for mb in minibatches(run, batch):
+        for mb in minibatches(run, batch):  # none left once the run must stop (non-finite steps in a row)
             losses, stats = ppo_loss(run.agent, mb, args)
             stepped = optimizer_step(run, losses)
-            if stepped is None:  # too many non-finite steps in a row: the run stops with a checkpoint
-                return {**update_means(run), "redo": redo}  # ReDo:
             record(run, stats, stepped)
             for name in redo:  # ReDo: after the optimizer step, as in the authors' agents
                 redo[name] += recycle_dormant_units(run, name, mb["obs"], stepped, args)
@@ -678,7 +658,8 @@ def layer_init(layer: StackedLinear, generators: list, std: float = np.sqrt(2), 
     """CleanRL's orthogonal initialization (gain ``std``, biases ``bias_const``), or with ``init="torch"``
     nn.Linear's own (reset_parameters: weights kaiming_uniform_(a=sqrt(5)), i.e. uniform in +-1/sqrt(fan_in), then
     biases uniform in the same range; ``std`` and ``bias_const`` unused). Seed k's slice is drawn from seed k's
-    generator only."""
+    generator only. The layer remembers its initializer (``layer.initializer``), so that fresh_draw repeats it."""
+    layer.initializer = (std, bias_const, init)
     with torch.no_grad():
         if init == "torch":
             bound = 1.0 / math.sqrt(layer.weight.shape[-1])
@@ -690,6 +671,35 @@ def layer_init(layer: StackedLinear, generators: list, std: float = np.sqrt(2), 
             torch.nn.init.orthogonal_(weight, std, generator=generator)
         layer.bias.fill_(bias_const)
     return layer
+
+
+def fresh_draw(layer: StackedLinear, generator: torch.Generator) -> tuple:
+    """A fresh draw of ``layer``'s own initializer for one seed (the scheme and gain layer_init gave it: sqrt(2)
+    for hidden layers, --policy-head-gain for the policy's head, 1 for the value head; or nn.Linear's), from
+    ``generator``: (weight (out, in), bias (out,)), on the CPU. For methods that re-initialize units or layers."""
+    std, bias_const, init = layer.initializer
+    _, out_features, in_features = layer.weight.shape
+    fresh = layer_init(StackedLinear(1, in_features, out_features), [generator], std, bias_const, init)
+    return fresh.weight.detach()[0], fresh.bias.detach()[0, 0]
+
+
+def hidden_layers(network: nn.Module) -> list:
+    """(incoming StackedLinear, its StackedLayerNorm or None, outgoing StackedLinear) of every hidden layer of an
+    actor or critic, found by type and name: the layers of its ``trunk`` in order, the last one's outgoing layer
+    its head (its one StackedLinear outside the trunk: Actor.mean_head, Critic.head), so every --layer-norm
+    layout of mlp_trunk works. For methods that act on hidden units."""
+    linears, layer_norms = [], []
+    for module in network.trunk:
+        if isinstance(module, StackedLinear):
+            linears.append(module)
+            layer_norms.append(None)
+        elif isinstance(module, StackedLayerNorm):
+            layer_norms[-1] = module
+    heads = [module for name, module in network.named_children() if name != "trunk" and isinstance(module, StackedLinear)]
+    if len(heads) != 1:
+        raise ValueError(f"{type(network).__name__} has {len(heads)} output layers besides its trunk; expected one")
+    linears.append(heads[0])
+    return [(linears[i], layer_norms[i], linears[i + 1]) for i in range(len(layer_norms))]
 
 
 # the hidden activations that --activation offers; hidden_activations() collects their outputs
@@ -756,6 +766,12 @@ class SeedwiseAdam(optim.Optimizer):
         steps = torch.stack([self.state[p]["step"] for p in self.params])
         self.lockstep = bool((steps == steps[:, :1]).all())
         self._seed_views = None
+
+    def steps_taken(self) -> np.ndarray:
+        """Each seed's number of steps taken, (seeds,) int64: its Adam step count, so a skipped step (non-finite)
+        does not count, and it is checkpointed with the optimizer, so it goes on across a resume. For methods that
+        act every F gradient steps."""
+        return torch.stack([self.state[p]["step"] for p in self.params]).amax(0).cpu().numpy().astype(np.int64)
 
     def seed_gradients(self, k: int) -> list:
         """Views of seed k's gradients (of the parameters that have one)."""
@@ -1242,21 +1258,35 @@ class Minibatch(dict):
 
 
 def minibatches(run: Run, batch: dict):
-    """One epoch over the batch: each seed's own random permutation (from its own generator) in minibatches."""
+    """One epoch over the batch: each seed's own random permutation (from its own generator) in minibatches; none
+    once a seed has skipped --max-nonfinite-skips steps in a row (the run then stops with a checkpoint), so that
+    the update ends by its one return."""
+    if must_stop_nonfinite(run):
+        return
     permutation = torch.stack([torch.randperm(run.batch_size, generator=generator)
                                for generator in run.generators]).to(run.device)
     for start in range(0, run.batch_size, run.args.minibatch_size):
+        if must_stop_nonfinite(run):
+            return
         yield Minibatch(batch, permutation[:, start : start + run.args.minibatch_size], run.seed_rows)
 
 
-def optimizer_step(run: Run, losses: dict, unclipped: tuple = ()) -> Optional[np.ndarray]:
+def must_stop_nonfinite(run: Run) -> bool:
+    """Whether a seed has skipped --max-nonfinite-skips minibatch steps in a row (end_iteration stops the run)."""
+    return run.consecutive_nonfinite.max() >= run.args.max_nonfinite_skips
+
+
+def optimizer_step(run: Run, losses: dict, unclipped: tuple = ()) -> np.ndarray:
     """One step of each optimizer ``run.agent.{name}_optimizer`` on its loss ``losses[name]``, (seeds,) each: one
     backward of their sum over seeds (disjoint parameters, so each seed's gradient is that of its own loss), each
     seed's gradient norm clipped at --max-grad-norm (except the optimizers named in ``unclipped``), and a seed
-    whose loss or gradient is not finite skips its step. Returns which seeds stepped, or None when a seed has
-    skipped --max-nonfinite-skips steps in a row (the run then stops). ``run.grad_norms`` keeps the norms. With
-    --joint-optimizer the clipped optimizers share one clip, by the norm over all their gradients (which
-    run.grad_norms then holds for each): the separate Adams step exactly as one Adam over all their parameters."""
+    whose loss or gradient is not finite skips its step. Returns which seeds stepped, (seeds,) bool: none when a
+    seed has now skipped --max-nonfinite-skips steps in a row (minibatches then ends the update and the run stops).
+    ``run.grad_norms`` keeps the norms (before clipping), and every parameter's ``.grad`` keeps this step's clipped
+    gradient until the next optimizer_step (it zeroes them first, never after): a method reads them there (EPPO's
+    head shares). With --joint-optimizer the clipped optimizers share one clip, by the norm over all their
+    gradients (which run.grad_norms then holds for each): the separate Adams step exactly as one Adam over all
+    their parameters."""
     optimizers = {name: getattr(run.agent, f"{name}_optimizer") for name in losses}
     for optimizer in optimizers.values():
         optimizer.zero_grad()
@@ -1280,8 +1310,8 @@ def optimizer_step(run: Run, losses: dict, unclipped: tuple = ()) -> Optional[np
             run.skip_reasons[k].update(names[~finite[:, k]])
         run.skipped_this_update += ~stepped
         run.consecutive_nonfinite = np.where(stepped, 0, run.consecutive_nonfinite + 1)
-        if run.consecutive_nonfinite.max() >= run.args.max_nonfinite_skips:
-            return None
+        if must_stop_nonfinite(run):  # no seed steps: the run stops with the last finite state
+            return np.zeros_like(stepped)
         for optimizer in optimizers.values():
             optimizer.step(stepped)
     else:
@@ -1342,7 +1372,7 @@ def end_iteration(run: Run) -> None:
                              eval=f"{np.nanmean(run.last_eval_return):.0f}", refresh=False)
     if run.log_progress and now - run.progress_mark[0] >= PROGRESS_NOTE_SECONDS:  # evaluations far apart
         print(f"step {run.global_step}: {progress_note(run)}", flush=True)
-    if run.consecutive_nonfinite.max() >= args.max_nonfinite_skips:
+    if must_stop_nonfinite(run):
         write_checkpoint(run)
         failed = [seeds[k] for k in np.flatnonzero(run.consecutive_nonfinite >= args.max_nonfinite_skips)]
         reasons = sorted(set().union(*(run.skip_reasons[seeds.index(seed)] for seed in failed)))

@@ -33,16 +33,16 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tiny_run import REPO_ROOT, run_script  # noqa: E402
+from tiny_run import METHOD_EVENT_FLAGS, REPO_ROOT, run_script  # noqa: E402
 
 # The commit whose outputs the work tree must reproduce bit for bit. A deliberate change of outputs moves it to
 # the commit that made the change, with the reason in the commit message that moves it.
 REFERENCE_COMMIT = "aa9ecc08c8a64409385db303fd4960a1caf12cb3"
 GOLDEN_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "golden")
 CACHE_DIR = os.path.join(REPO_ROOT, ".golden_cache")
-# The --num-seeds 2 runs add these: CB replaces units within the tiny run only with them (the replacement code path
-# is then part of the fingerprint). The --num-seeds 1 runs use the tiny flags alone (test_all_scripts' finished_run).
-METHOD_FLAGS = {"cb_continuous.py": ["--maturity-threshold", "2", "--replacement-rate", "0.05"]}
+# The --num-seeds 2 runs add tiny_run.METHOD_EVENT_FLAGS: CB replaces units and ReDo recycles them within the tiny
+# run only with them (their code paths are then part of the fingerprint). The --num-seeds 1 runs use the tiny flags
+# alone (test_all_scripts' finished_run).
 NUM_SEEDS = (1, 2)
 # checkpoint entries that are not outputs of the computation (wall-clock timers, the command line with its run_dir,
 # the file's layout: format 4 stores the numpy arrays as tensors, listed under numpy_arrays, with the same digests)
@@ -159,7 +159,7 @@ def run_fingerprints(script: str, num_seeds: int, work_dir, repo_root=REPO_ROOT)
     """Run the tiny configuration of ``script`` (from ``repo_root``) with seeds 1..num_seeds; each seed's
     fingerprint."""
     run_dir = os.path.join(str(work_dir), "seed{seed}")
-    extra = ["--num-seeds", num_seeds, *(METHOD_FLAGS.get(script, []) if num_seeds > 1 else [])]
+    extra = ["--num-seeds", num_seeds, *(METHOD_EVENT_FLAGS.get(script, []) if num_seeds > 1 else [])]
     result = run_script(script, run_dir, *extra, repo_root=repo_root)
     if result.returncode != 0:
         raise RuntimeError(f"{script} (in {repo_root}) failed:\n{result.stderr[-3000:]}")

@@ -17,8 +17,8 @@ import pytest
 import torch
 
 import golden_outputs
-from tiny_run import (REPO_ROOT, TINY_EVALUATION_STEPS, TINY_FLAGS, load_checkpoint_file, read_csv, run_script,
-                      run_until_checkpoint_then_stop, start_script, wait_for)
+from tiny_run import (METHOD_EVENT_FLAGS, REPO_ROOT, TINY_EVALUATION_STEPS, TINY_FLAGS, load_checkpoint_file, read_csv,
+                      run_script, run_until_checkpoint_then_stop, start_script, wait_for)
 
 # as scripts.sync_plumbing, not with scripts/ on sys.path: there scripts/coverage.py would shadow the `coverage`
 # package that numba (imported by umap in tests/test_coverage.py) probes for
@@ -138,8 +138,6 @@ def test_the_plumbing_block_is_byte_identical_in_every_script():
         assert set(re.findall(r"\bargs\.(\w+)", method)) <= declared, script
 
 
-# Method state that must survive a resume even when the tiny run would not exercise it: CB replaces units.
-RESUME_METHOD_FLAGS = {"cb_continuous.py": ["--maturity-threshold", "2", "--replacement-rate", "0.05"]}
 
 
 def saved_networks(checkpoint: dict) -> list:
@@ -168,7 +166,7 @@ def test_preempted_and_resumed_run_equals_straight_run(script, tmp_path):
     """SIGTERM mid-run of a two-seed group -> checkpoints + exit 75; re-running resumes both seeds to
     bit-identical parameters, evaluations and saved states."""
     flags = ["--checkpoint-frequency", "128", "--steps-per-task", "512", "--save-states", "--save-states-every", "4",
-             "--num-seeds", "2", *RESUME_METHOD_FLAGS.get(script, [])]
+             "--num-seeds", "2", *METHOD_EVENT_FLAGS.get(script, [])]
     straight = run_script(script, tmp_path / "straight" / "seed{seed}", *flags)
     assert straight.returncode == 0, straight.stderr[-3000:]
 
@@ -202,7 +200,7 @@ def test_a_seed_does_not_depend_on_the_seeds_beside_it(script, tmp_path):
     """Seed 1 gives bit-identical evaluations and networks at position 0 of a group of two (--seed 1), at
     position 1 (--seed 0, envs stepped from two threads) and alone (--num-seeds 1); the odd evaluation count (3)
     and minibatch (32) put its slices of stacked tensors at misaligned offsets."""
-    flags = ["--eval-episodes", "3", "--minibatch-size", "32", *RESUME_METHOD_FLAGS.get(script, [])]
+    flags = ["--eval-episodes", "3", "--minibatch-size", "32", *METHOD_EVENT_FLAGS.get(script, [])]
     for name, seed, num_seeds, threads in (("first", 1, 2, 1), ("second", 0, 2, 2), ("alone", 1, 1, 1)):
         result = run_script(script, tmp_path / name / "seed{seed}", "--seed", seed, "--num-seeds", num_seeds,
                             "--env-threads", threads, *flags)
@@ -462,12 +460,15 @@ def run_with_nonfinite_gradients(script, run_dir, bad_calls, *flags, period=1):
     return subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
 
 
-def test_nonfinite_gradients_are_skipped_and_counted(tmp_path):
-    result = run_with_nonfinite_gradients(SCRIPTS[0], tmp_path / "run", 3, "--num-tasks", "1")
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_nonfinite_gradients_are_skipped_and_counted(script, tmp_path):
+    # one norm per optimizer (actor, critic, and the method's own) per step: NaN in the first 3 skips 1 or 2 steps
+    result = run_with_nonfinite_gradients(script, tmp_path / "run", 3, "--num-tasks", "1")
     assert result.returncode == 0, result.stderr[-3000:]
-    assert "skipped 2 minibatch step(s) with non-finite" in result.stderr  # two norms (actor, critic) per step
+    skipped = 1 if script == "ppo_drnd_continuous.py" else 2  # DRND: actor, critic, predictor
+    assert f"skipped {skipped} minibatch step(s) with non-finite" in result.stderr
     with open(tmp_path / "run" / "summary.json") as f:
-        assert json.load(f)["nonfinite_skips"] == 2
+        assert json.load(f)["nonfinite_skips"] == skipped
 
 
 def test_a_nonfinite_seed_skips_its_own_steps_only(tmp_path):
@@ -486,15 +487,20 @@ def test_a_nonfinite_seed_skips_its_own_steps_only(tmp_path):
         assert a.read() != b.read()
 
 
-def test_persistent_nonfinite_gradients_stop_with_a_checkpoint(tmp_path):
-    result = run_with_nonfinite_gradients(SCRIPTS[0], tmp_path / "run", 10**9, "--max-nonfinite-skips", "5")
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_persistent_nonfinite_gradients_stop_with_a_checkpoint(script, tmp_path):
+    """Every script's update ends by its one return when a seed has skipped --max-nonfinite-skips steps in a row
+    (minibatches yields no more), and the run stops (exit 3) with a checkpoint of the last finite state."""
+    result = run_with_nonfinite_gradients(script, tmp_path / "run", 10**9, "--max-nonfinite-skips", "5",
+                                          *METHOD_EVENT_FLAGS.get(script, []))
     assert result.returncode == 3, result.stderr[-3000:]
     assert "5 consecutive minibatch steps had a non-finite" in result.stderr
     assert not (tmp_path / "run" / "summary.json").exists()
     stopped = load_checkpoint_file(tmp_path / "run" / "checkpoint.pt")
     # A run that ends before its first update saves the initial networks of the same seed: every step was
     # skipped, so the stopped run's networks must be exactly those (the last finite state).
-    untrained = run_script(SCRIPTS[0], tmp_path / "untrained", "--num-tasks", "1", "--steps-per-task", "128")
+    untrained = run_script(script, tmp_path / "untrained", "--num-tasks", "1", "--steps-per-task", "128",
+                           *METHOD_EVENT_FLAGS.get(script, []))
     assert untrained.returncode == 0, untrained.stderr[-2000:]
     initial = load_checkpoint_file(tmp_path / "untrained" / "checkpoint.pt")
     for network in ("actor", "critic"):

@@ -424,3 +424,53 @@ def test_joint_optimizer_steps_as_one_adam_over_both_networks():
         for network, single in ((actor, a), (critic, c)):
             for stacked, parameter in zip(network.parameters(), single.parameters()):
                 torch.testing.assert_close(stacked.detach()[k : k + 1], parameter.detach(), rtol=0, atol=1e-7)
+
+
+# ---- The helpers for plasticity methods (hidden_layers, fresh_draw, steps_taken) ----
+
+
+@pytest.mark.parametrize("flags", [{}, {"init": "torch"}, {"layer_norm": "plain"}, {"layer_norm": "none", "policy_head_gain": 0.5}])
+def test_fresh_draw_repeats_each_layers_own_initializer(flags):
+    """A fresh draw of any layer from the generator that built the network, in the same state, is that layer's
+    initial weights and bias bit for bit: the scheme and the gain (hidden sqrt(2), policy head --policy-head-gain,
+    value head 1, or nn.Linear's) are the layer's own. The first hidden layer is the first draw of a generator."""
+    args = network_args(**flags)
+    actor, critic = ppo.Actor(5, 3, args, generators(11, 12)), ppo.Critic(5, args, generators(11, 12))
+    for network, head in ((actor, actor.mean_head), (critic, critic.head)):
+        layers = ppo.hidden_layers(network)
+        assert [incoming for incoming, _, _ in layers] == [m for m in network.trunk if isinstance(m, ppo.StackedLinear)]
+        assert layers[-1][2] is head and layers[0][2] is layers[1][0]
+        assert all((norm is None) == (args.layer_norm == "none") for _, norm, _ in layers)
+        for k, seed in enumerate((11, 12)):
+            weight, bias = ppo.fresh_draw(layers[0][0], torch.Generator().manual_seed(seed))
+            assert torch.equal(weight, layers[0][0].weight[k].detach()) and torch.equal(bias, layers[0][0].bias[k, 0].detach())
+    # a head: drawn with its own gain, so its rows have norm gain (orthogonal, more inputs than outputs)
+    if args.init == "orthogonal":
+        weight, bias = ppo.fresh_draw(actor.mean_head, torch.Generator().manual_seed(3))
+        assert torch.allclose(weight @ weight.T, args.policy_head_gain**2 * torch.eye(3), atol=1e-6)
+        assert torch.equal(bias, torch.zeros(3))
+        value_weight, _ = ppo.fresh_draw(critic.head, torch.Generator().manual_seed(3))
+        assert torch.allclose(value_weight.norm(), torch.tensor(1.0))
+
+
+def test_hidden_layers_refuses_a_network_with_two_heads():
+    critic = ppo.Critic(5, network_args(), generators(1))
+    critic.second_head = ppo.StackedLinear(1, 16, 1)
+    with pytest.raises(ValueError, match="2 output layers"):
+        ppo.hidden_layers(critic)
+
+
+def test_steps_taken_counts_each_seeds_steps_and_survives_a_state_dict_round_trip():
+    """Seed 0 steps three times, seed 1 skips the second step: (3, 2); a new optimizer loaded from the state dict
+    (a resume) goes on from there."""
+    critic = ppo.Critic(4, network_args(), generators(1, 2))
+    optimizer = ppo.SeedwiseAdam(critic.parameters(), lr=1e-3)
+    assert optimizer.steps_taken().tolist() == [0, 0]
+    for stepping in (None, np.array([True, False]), np.array([True, True])):
+        optimizer.zero_grad()
+        critic(torch.randn(2, 8, 4)).sum().backward()
+        optimizer.step(stepping)
+    assert optimizer.steps_taken().tolist() == [3, 2] and optimizer.steps_taken().dtype == np.int64
+    resumed = ppo.SeedwiseAdam(critic.parameters(), lr=1e-3)
+    resumed.load_state_dict(optimizer.state_dict())
+    assert resumed.steps_taken().tolist() == [3, 2]
