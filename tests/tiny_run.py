@@ -20,7 +20,8 @@ TINY_FLAGS = (
 # the shared end-to-end tests (SIGTERM + resume, seed independence, the golden outputs of two seeds) cross them. A
 # method whose events are rarer than a tiny run adds its flags here (docs/reading-guide.md, "Adding a method").
 METHOD_EVENT_FLAGS = {"cb_continuous.py": ["--maturity-threshold", "2", "--replacement-rate", "0.05"],
-                      "ppo_redo_continuous.py": ["--redo-frequency", "2"]}
+                      "ppo_redo_continuous.py": ["--redo-frequency", "2"],
+                      "ppo_snp_continuous.py": ["--snp-frequency", "2", "--snp-shrink", "0.9", "--snp-perturb", "0.1"]}
 # evaluation_steps(256, 2, 128): step 0, every 128 steps, task ends at 256 and 512; the task column is the
 # task that was just trained on.
 TINY_EVALUATION_STEPS = [(0, 0), (128, 0), (256, 0), (384, 1), (512, 1)]

@@ -1,0 +1,1967 @@
+"""PPO_SnP (PPO with Shrink & Perturb) for continuous control under non-stationary MuJoCo dynamics.
+
+Shrink & Perturb: Ash & Adams, "On Warm-Starting Neural Network Training" (NeurIPS 2020, Sec. 4): every
+--snp-frequency gradient steps of a network, per seed, each of its linear layers becomes theta <- lambda theta +
+sigma theta_fresh, theta_fresh a fresh draw of the layer's own initializer. The defaults are the soft variant of the
+plasticity studies of on-policy PPO (every step, lambda 1 - 1e-6, sigma 1e-6: Plasticine, Yuan et al. 2025,
+after Juliani & Ash 2024): docs/baselines.md, "PPO_SnP". This file is the PPO template, ppo_continuous.py, with
+the method's changes, each marked ``# S&P:``.
+
+Read top to bottom: the flags, the networks, the policy and its rewards, the math, then the phases of one
+iteration (advantages, update with the loss of one minibatch, logging) and a short main. Below the marker line is
+the plumbing that every *_continuous.py shares byte for byte (seeds, environments, evaluation, checkpoints,
+outputs, command line): docs/reading-guide.md says what is where and how to add a method.
+"""
+
+import contextlib
+import copy
+import csv
+import dataclasses
+import io
+import itertools
+import json
+import math
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import warnings
+from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import Literal, Optional
+
+import gymnasium as gym
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+import torch.optim as optim
+from torch.optim.adam import adam as adam_update
+
+import nonstationary_envs
+import plasticity_metrics
+
+
+@dataclass
+class Args:
+    """Every flag of the command line: PPO's hyperparameters (paper, Appendix B), then the method's own, then the
+    run's settings (experiment, seeds, environment and schedule, evaluation, checkpoints, outputs), the same in every
+    script."""
+
+    learning_rate: float = 3e-4
+    """Adam learning rate of the actor and of the critic"""
+    anneal_lr: bool = False
+    """anneal the learning rates linearly to zero over the run (off: it would stop adaptation to late tasks)"""
+    num_steps: int = 2048
+    """rollout length (horizon) per environment between updates"""
+    gamma: float = 0.99
+    """the discount factor gamma"""
+    gae_lambda: float = 0.95
+    """the lambda of the generalized advantage estimator"""
+    minibatch_size: int = 256
+    """minibatch size of the update"""
+    update_epochs: int = 10
+    """epochs over the rollout per update"""
+    norm_adv: bool = True
+    """normalize the advantages over the whole batch before the update epochs (Algorithm 1)"""
+    clip_coef: float = 0.2
+    """the surrogate clipping coefficient"""
+    clip_vloss: bool = False
+    """clip the value loss like the policy ratio (off in the paper)"""
+    ent_coef: float = 0.0
+    """coefficient of the entropy bonus"""
+    max_grad_norm: float = 0.5
+    """maximum gradient norm (clipped separately for actor and critic)"""
+    joint_optimizer: bool = False
+    """train actor and critic as one Adam does (SB3, CleanRL): on actor loss + --vf-coef x critic loss with one
+    gradient-norm clip over both networks; off: each network its own loss and clip (Algorithm 1 updates theta and
+    phi separately)"""
+    vf_coef: float = 0.5
+    """with --joint-optimizer, the critic loss's coefficient in the joint loss (SB3's and CleanRL's 0.5)"""
+    target_kl: Optional[float] = None
+    """stop the update epochs early when the approximate KL exceeds this"""
+    hidden_dim: int = 256
+    """width of the two hidden layers of the actor and of the critic"""
+    activation: Literal["relu", "tanh"] = "relu"
+    """activation of the hidden layers (the paper: ReLU; CleanRL and Stable-Baselines3: tanh)"""
+    layer_norm: Literal["affine", "plain", "none"] = "affine"
+    """LayerNorm before each hidden activation: with learnable gain and shift (affine: the paper's LayerNorm, as
+    nn.LayerNorm), without them (plain: the authors' ObjectRL, elementwise_affine=False) or none (CleanRL, SB3)"""
+    init: Literal["orthogonal", "torch"] = "orthogonal"
+    """weight initialization: orthogonal with CleanRL's gains (sqrt(2) hidden, 1 value head, --policy-head-gain)
+    and zero biases; torch: nn.Linear's own default, uniform in +-1/sqrt(fan_in) for weights and biases (ObjectRL)"""
+    policy_head_gain: float = 0.01
+    """orthogonal gain of the policy's mean head (CleanRL and SB3: 0.01; applies to --init orthogonal)"""
+    log_std_init: float = 0.0
+    """initial log standard deviation of the policy (the same for every action dimension; 0: std 1)"""
+    log_std_max: Optional[float] = None
+    """clamp the log standard deviation at this value in the policy (ObjectRL: -1, std 0.37; the clamp passes no
+    gradient above it, so from --log-std-init 0 the std stays exp(-1)); None: no clamp"""
+    learn_log_std: bool = True
+    """learn the log standard deviation (a parameter of the actor); --no-learn-log-std keeps --log-std-init"""
+    norm_obs: bool = True
+    """feed the networks observations normalized by their running mean and std, clipped (gymnasium's
+    NormalizeObservation; the paper never mentions it); --no-norm-obs feeds the raw observations"""
+    normalization_clip: float = 10.0
+    """normalized observations and rewards are clipped to +- this value"""
+    norm_reward: bool = True
+    """scale rewards by the running std of the discounted return and clip them (gymnasium's NormalizeReward; the
+    paper never mentions it); --no-norm-reward trains on the raw rewards (the statistics are still updated)"""
+    # S&P: Plasticine's soft shrink and perturb for PPO (docs/baselines.md, "PPO_SnP", has the sources)
+    snp_frequency: int = 1
+    """S&P: shrink and perturb every linear layer every this many gradient steps of each network, per seed"""
+    snp_shrink: float = 0.999999
+    """S&P: lambda in theta <- lambda theta + sigma theta_fresh"""
+    snp_perturb: float = 1e-6
+    """S&P: sigma, the weight of theta_fresh (a fresh draw of the layer's own initializer)"""
+
+    # ---- The run's settings, the same in every script (scripts/sync_plumbing.py copies them) ----
+    exp_name: str = os.path.basename(__file__)[: -len(".py")]
+    """the name of this experiment (part of the default run directory)"""
+    seed: int = 1
+    """seed of the experiment (the evaluation environments use seed + 100)"""
+    num_seeds: int = 1
+    """train seeds seed, seed + 1, ..., seed + num_seeds - 1 in this process as independent agents (batched)"""
+    torch_deterministic: bool = True
+    """make torch deterministic (`torch.use_deterministic_algorithms`; see docs/long-runs.md for the CUDA cost)"""
+    cuda: bool = True
+    """use CUDA when it is available and --num-seeds >= CUDA_MIN_SEEDS (faster there, measured); an explicit
+    `--cuda` forces CUDA whatever the number of seeds, `--no-cuda` forces the CPU"""
+    torch_threads: int = 1
+    """torch intra-op threads on the CPU (1 is fastest for these network sizes and keeps results bit-identical)"""
+    track: bool = False
+    """log to Weights & Biases (group = experiment/env/strategy, job_type = method)"""
+    wandb_project_name: str = "eppo"
+    """the wandb project name"""
+    wandb_entity: Optional[str] = None
+    """the wandb entity (team)"""
+    run_dir: Optional[str] = None
+    """output directory (default `runs/{run_name}`), `{seed}` in it is replaced by each seed (required with
+    --num-seeds > 1); re-running with an existing run directory resumes it"""
+    overwrite: bool = False
+    """delete the outputs of a previous run in `run_dir` whose configuration differs, instead of refusing"""
+    trust_checkpoint: bool = False
+    """load `run_dir`'s checkpoints with full unpickling, which runs any code a crafted file carries: only for files
+    you trust, e.g. a run started before checkpoint format 4 (the default reads tensors and plain values only)"""
+
+    # Environment and non-stationarity schedule
+    env_id: Literal["HalfCheetah-v5", "Ant-v5"] = "HalfCheetah-v5"
+    """the MuJoCo environment"""
+    experiment: Literal["slippery", "paralysis", "none"] = "paralysis"
+    """the non-stationarity: floor friction (slippery), joint torque (paralysis) or none (stationary)"""
+    strategy: str = "back-one"
+    """slippery: decreasing | increasing; paralysis on Ant: back-one | front-one | back-two | front-two | cross |
+    parallel; on HalfCheetah: back-one | front-one | cross-v1 | cross-v2 (ignored when experiment is none)"""
+    friction_mode: Literal["floor", "governing"] = "floor"
+    """floor: change only the floor's friction (the paper); governing: the floor's friction governs every contact"""
+    steps_per_task: int = 500000
+    """environment steps per task; total steps = steps_per_task * num_tasks"""
+    num_tasks: int = 0
+    """number of tasks to run from the start of the schedule (0 = the whole schedule: 15 slippery, 9 paralysis)"""
+    max_episode_steps: int = 1000
+    """episode length limit (truncation) for training and evaluation"""
+    include_cfrc_ext_in_observation: bool = True
+    """Ant-v5: keep its 78 contact-force entries in the observation (gymnasium's default, 105 entries);
+    --no-include-cfrc-ext-in-observation gives the 27 of positions and velocities (the reward is unchanged)"""
+    num_envs: int = 1
+    """the number of parallel training environments per seed (stepped in this process)"""
+    env_threads: int = 0
+    """threads that step the simulations of all seeds (mujoco.batch, GIL released); results do not depend on it;
+    0 = the CPUs this process may use (os.sched_getaffinity), at most one per simulation"""
+
+    # Evaluation, checkpoints and outputs
+    eval_frequency: int = 20000
+    """evaluate every this many steps (and at step 0 and at the last step of every task)"""
+    eval_episodes: int = 10
+    """evaluation episodes per evaluation (run as parallel environments seeded seed + 100 + i)"""
+    checkpoint_frequency: int = 100000
+    """write `checkpoint.pt` every this many steps (and after every task end); 0 = only at task ends"""
+    max_nonfinite_skips: int = 100
+    """stop (exit code 3) after this many consecutive minibatch steps with a non-finite loss or gradient"""
+    save_states: bool = False
+    """store visited observations (float16) in `states.npz` for the exploration (coverage) analysis"""
+    save_states_every: int = 10
+    """with `--save-states`, keep every n-th training observation"""
+    plasticity_states: int = 2000
+    """maximum number of evaluation states used for the plasticity metrics"""
+
+
+def method_name(args: Args) -> str:
+    """The method's name in result tables (sweeps and summaries use it)."""
+    return "PPO_SnP"  # S&P:
+
+
+def run_tag(args: Args) -> str:
+    """The method's part of the default run directory's name."""
+    return args.exp_name
+
+
+def validate_method(args: Args) -> None:
+    """The method's own checks of its flags, after the shared ones (which check the fields the plumbing reads):
+    raise ValueError naming the flag and its valid range."""
+    for name in ("update_epochs", "hidden_dim"):
+        if getattr(args, name) < 1:
+            raise ValueError(f"--{name.replace('_', '-')} must be a positive integer, got {getattr(args, name)}")
+    validate_policy(args)
+    if not args.learning_rate > 0:
+        raise ValueError(f"--learning-rate must be > 0, got {args.learning_rate}")
+    if not 0 < args.gamma <= 1 or not 0 <= args.gae_lambda <= 1:
+        raise ValueError(f"--gamma must be in (0, 1] and --gae-lambda in [0, 1], got {args.gamma}, {args.gae_lambda}")
+    if not args.clip_coef > 0:
+        raise ValueError(f"--clip-coef must be > 0, got {args.clip_coef}")
+    if not args.vf_coef > 0 or (args.vf_coef != Args.vf_coef and not args.joint_optimizer):
+        raise ValueError(f"--vf-coef must be > 0 and applies to --joint-optimizer only, got {args.vf_coef}")
+    if args.ent_coef < 0:
+        raise ValueError(f"--ent-coef must be >= 0, got {args.ent_coef}")
+    if args.snp_frequency < 1:  # S&P:
+        raise ValueError(f"--snp-frequency must be a positive integer, got {args.snp_frequency}")
+    if not (0 < args.snp_shrink <= 1 and 0 <= args.snp_perturb < math.inf):  # (NaN fails too)
+        raise ValueError(f"--snp-shrink must be in (0, 1] and --snp-perturb a finite number >= 0, got "
+                         f"{args.snp_shrink}, {args.snp_perturb}")
+    if args.target_kl is not None and args.num_seeds > 1:
+        raise ValueError("--target-kl stops the update epochs of the whole process: use --num-seeds 1 with it")
+
+
+def validate_policy(args: Args) -> None:
+    """The checks of the network and policy flags."""
+    if not (args.policy_head_gain > 0 and math.isfinite(args.policy_head_gain)):
+        raise ValueError(f"--policy-head-gain must be a finite number > 0, got {args.policy_head_gain}")
+    if args.init == "torch" and args.policy_head_gain != Args.policy_head_gain:
+        raise ValueError("--policy-head-gain applies to --init orthogonal only (--init torch draws the head as "
+                         "every layer)")
+    for name in ("log_std_init", "log_std_max"):
+        if getattr(args, name) is not None and not math.isfinite(getattr(args, name)):
+            raise ValueError(f"--{name.replace('_', '-')} must be a finite number, got {getattr(args, name)}")
+
+
+# ---- Networks: one actor and one critic per seed (K stacked copies; the layers are below the marker) ----
+
+
+class Critic(nn.Module):
+    """Value network: (seeds, samples, obs_dim) -> (seeds, samples)."""
+
+    def __init__(self, obs_dim: int, args: Args, generators: list):
+        super().__init__()
+        self.trunk = mlp_trunk(obs_dim, args, generators)
+        self.head = layer_init(StackedLinear(len(generators), args.hidden_dim, 1), generators, std=1.0, init=args.init)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.trunk(x)).squeeze(-1)
+
+    def features(self, x: torch.Tensor) -> torch.Tensor:
+        """Penultimate-layer features (post-activation of the last hidden layer), for the plasticity metrics."""
+        return self.trunk(x)
+
+    def hidden_activations(self, x: torch.Tensor) -> list:
+        """Post-activation outputs of every hidden layer (dormant-unit percentage)."""
+        activations = []
+        for module in self.trunk:
+            x = module(x)
+            if isinstance(module, HIDDEN_ACTIVATIONS):
+                activations.append(x)
+        return activations
+
+
+class Actor(nn.Module):
+    """Diagonal Gaussian policy with a state-independent log standard deviation: forward gives the mean,
+    action_log_std() the log std that the policy uses (the parameter, clamped at --log-std-max)."""
+
+    def __init__(self, obs_dim: int, action_dim: int, args: Args, generators: list):
+        super().__init__()
+        self.trunk = mlp_trunk(obs_dim, args, generators)
+        self.mean_head = layer_init(StackedLinear(len(generators), args.hidden_dim, action_dim), generators,
+                                    std=args.policy_head_gain, init=args.init)
+        self.log_std = nn.Parameter(torch.full((len(generators), 1, action_dim), args.log_std_init),
+                                    requires_grad=args.learn_log_std)
+        self.log_std_max = args.log_std_max
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.mean_head(self.trunk(x))
+
+    def action_log_std(self) -> torch.Tensor:
+        # ObjectRL's upper clamp: no gradient reaches a log std above the bound
+        return self.log_std if self.log_std_max is None else self.log_std.clamp(max=self.log_std_max)
+
+    features = Critic.features
+    hidden_activations = Critic.hidden_activations
+
+
+def make_agent(args: Args, obs_dim: int, action_dim: int, generators: list, device: torch.device):
+    """Everything the method learns or keeps between updates; the checkpoint saves each entry by its name.
+    Separate actor and critic with separate Adam optimizers (paper, Appendix B); the reward normalizer's
+    statistics and each env's discounted return (training_reward)."""
+    actor = Actor(obs_dim, action_dim, args, generators).to(device)
+    critic = Critic(obs_dim, args, generators).to(device)
+    return Agent(actor=actor, critic=critic,
+                 actor_optimizer=SeedwiseAdam(actor.parameters(), lr=args.learning_rate, eps=1e-5),
+                 critic_optimizer=SeedwiseAdam(critic.parameters(), lr=args.learning_rate, eps=1e-5),
+                 return_rms=RunningMeanStd(len(generators), ()),
+                 discounted_return=np.zeros((len(generators), args.num_envs)))
+
+
+# ---- The policy and the rewards it trains on (called by the rollout and the evaluation below the marker) ----
+
+
+def rollout_policy(agent, args: Args, generators: list, device: torch.device):
+    """Algorithm 1, lines 3-4: a ~ N(actor(s), exp(log_std)^2). The noise of the whole rollout is drawn up front,
+    each seed's from its own generator, (T, seeds, envs, action_dim). Returns ``act(obs, step)``: the actions of
+    rollout step ``step`` for the normalized observations (seeds, envs, obs_dim), as a tensor."""
+    action_std = torch.exp(agent.actor.action_log_std().detach())
+    noise_shape = (args.num_steps, args.num_envs, agent.actor.log_std.shape[-1])
+    action_noise = torch.stack([torch.randn(noise_shape, generator=generator) for generator in generators],
+                               dim=1).to(device)
+    return lambda obs, step: agent.actor(obs) + action_std * action_noise[step]
+
+
+def evaluation_action(agent, obs: torch.Tensor) -> torch.Tensor:
+    """The evaluation's deterministic action: the policy's mean (paper, Appendix B)."""
+    return agent.actor(obs)
+
+
+def training_reward(agent, reward: np.ndarray, terminated: np.ndarray, args: Args) -> np.ndarray:
+    """The reward of one step that the update trains on, (seeds, envs); the rollout keeps the raw one too.
+    gymnasium's NormalizeReward (the paper never mentions it): scale by the running std of each env's discounted
+    return, which restarts only on termination, and clip; --no-norm-reward trains on the raw reward (the
+    statistics are still updated)."""
+    agent.discounted_return = agent.discounted_return * args.gamma * (1.0 - terminated) + reward
+    agent.return_rms.update(agent.discounted_return)
+    if not args.norm_reward:
+        return reward
+    scaled_reward = reward.astype(np.float32) / np.sqrt(agent.return_rms.var + 1e-8)
+    return np.minimum(np.maximum(scaled_reward, -args.normalization_clip), args.normalization_clip)
+
+
+# ---- The math (pure functions; written for one seed, the sample axis last) ----
+
+
+def gaussian_log_prob(actions: torch.Tensor, mean: torch.Tensor, log_std: torch.Tensor) -> torch.Tensor:
+    """log N(actions | mean, exp(log_std)^2) summed over action dimensions (closed form, no torch.distributions)."""
+    z = (actions - mean) * torch.exp(-log_std)
+    return (-0.5 * z.pow(2) - log_std - 0.5 * math.log(2 * math.pi)).sum(-1)
+
+
+def gaussian_entropy(log_std: torch.Tensor) -> torch.Tensor:
+    return (log_std + 0.5 * (1.0 + math.log(2 * math.pi))).sum(-1)
+
+
+def gae(rewards, values, next_values, terminations, dones, gamma: float, gae_lambda: float) -> torch.Tensor:
+    """Generalized advantage estimation over a (T, ...) rollout (time first; any trailing seed/env axes).
+
+    ``next_values[t]`` is V(s_{t+1}) of the true next state (the final observation when the episode was
+    truncated), ``terminations[t]`` = 1 when s_{t+1} is terminal (its value is 0), ``dones[t]`` = 1 when the
+    episode ended at t (termination or truncation), which stops the recursion. The advantage after the buffer's
+    last step is 0 (its bootstrap is already in ``next_values``).
+    """
+    deltas = rewards + gamma * (1.0 - terminations) * next_values - values
+    continues = gamma * gae_lambda * (1.0 - dones)
+    advantages = torch.zeros_like(rewards)
+    last_advantage = torch.zeros_like(rewards[0])
+    for t in reversed(range(rewards.shape[0])):
+        last_advantage = deltas[t] + continues[t] * last_advantage
+        advantages[t] = last_advantage
+    return advantages
+
+
+def normalize_advantages(advantages: torch.Tensor) -> torch.Tensor:
+    """(A - mean) / (std + 1e-8) over the samples (last axis) of each seed: Algorithm 1, line 19. Each seed's row
+    is made contiguous first: a reduction over a strided row rounds differently, which would tie a seed's
+    result to the layout of the tensor it shares with other seeds."""
+    advantages = advantages.contiguous()
+    return (advantages - advantages.mean(-1, keepdim=True)) / (advantages.std(-1, keepdim=True) + 1e-8)
+
+
+def ppo_loss(agent, mb, args: Args) -> tuple:
+    """The losses of one minibatch (Algorithm 1, lines 21-24), per seed: the clipped surrogate (plus the entropy
+    bonus) for the actor and the squared error for the critic; and what is logged of them."""
+    log_std = agent.actor.action_log_std()
+    new_log_probs = gaussian_log_prob(mb["actions"], agent.actor(mb["obs"]), log_std)
+    log_ratio = new_log_probs - mb["old_log_probs"]
+    ratio = log_ratio.exp()
+    pg_loss = torch.max(-mb["advantages"] * ratio,
+                        -mb["advantages"] * torch.clamp(ratio, 1 - args.clip_coef, 1 + args.clip_coef)).mean(-1)
+    entropy = gaussian_entropy(log_std).squeeze(-1)
+    actor_loss = pg_loss - args.ent_coef * entropy
+
+    new_values = agent.critic(mb["obs"])
+    if args.clip_vloss:
+        clipped_values = mb["values"] + torch.clamp(new_values - mb["values"], -args.clip_coef, args.clip_coef)
+        v_loss = torch.max((new_values - mb["returns"]) ** 2, (clipped_values - mb["returns"]) ** 2).mean(-1)
+    else:
+        v_loss = ((new_values - mb["returns"]) ** 2).mean(-1)  # Algorithm 1: plain MSE
+    critic_loss = args.vf_coef * v_loss if args.joint_optimizer else v_loss
+
+    with torch.no_grad():
+        stats = {"policy_loss": pg_loss, "value_loss": v_loss, "entropy": entropy,
+                 "old_approx_kl": (-log_ratio).mean(-1), "approx_kl": ((ratio - 1) - log_ratio).mean(-1),
+                 "clipfrac": ((ratio - 1.0).abs() > args.clip_coef).float().mean(-1)}
+    return {"actor": actor_loss, "critic": critic_loss}, stats
+
+
+# ---- S&P: shrink and perturb (Ash & Adams, 2020) ----
+
+
+@torch.no_grad()
+def shrink_perturb(layer, generator: torch.Generator, k: int, shrink: float, perturb: float) -> None:
+    """S&P: theta <- shrink theta + perturb theta_fresh for seed k's weight and bias of one linear layer, theta_fresh
+    a fresh draw of the layer's own initializer (fresh_draw) from seed k's generator."""
+    weight, bias = fresh_draw(layer, generator)
+    layer.weight[k] = shrink * layer.weight[k] + perturb * weight.to(layer.weight.device)
+    layer.bias[k, 0] = shrink * layer.bias[k, 0] + perturb * bias.to(layer.bias.device)
+
+
+def shrink_perturb_when_due(run, name: str, stepped: np.ndarray, args: Args) -> np.ndarray:
+    """S&P: after a minibatch step, every linear layer of network ``name`` (actor or critic) of each seed that has now
+    taken a multiple of --snp-frequency steps (its Adam step count: skipped steps do not count, a resume goes on).
+    Returns which seeds it shrank and perturbed, (seeds,) 0 or 1."""
+    network, optimizer = getattr(run.agent, name), getattr(run.agent, f"{name}_optimizer")
+    layers = hidden_layers(network)
+    due = stepped & (optimizer.steps_taken() % args.snp_frequency == 0)
+    for k in np.flatnonzero(due):
+        for layer in [incoming for incoming, _, _ in layers] + [layers[-1][2]]:  # the hidden layers, then the head
+            shrink_perturb(layer, run.generators[k], k, args.snp_shrink, args.snp_perturb)
+    return due.astype(np.int64)
+
+
+# ---- One iteration: rollout (below the marker), advantages, update, logging ----
+
+
+def compute_advantages(run, rollout, args: Args) -> dict:
+    """Algorithm 1, lines 5-19: the values of the visited and of the true next states, GAE, the returns and the
+    normalized advantages; the old log-probs for the ratio. Returns the batch, (seeds, samples, ...) tensors."""
+    agent = run.agent
+    with torch.no_grad():
+        values = agent.critic(rollout.obs).reshape(rollout.shape)
+        next_values = agent.critic(rollout.next_obs).reshape(rollout.shape)
+        old_log_probs = gaussian_log_prob(rollout.actions, agent.actor(rollout.obs), agent.actor.action_log_std())
+        # gae runs over time first: (T, seeds, envs) views of the (seeds, T, envs) rollout
+        advantages = time_major(gae(time_major(rollout.rewards), time_major(values), time_major(next_values),
+                                    time_major(rollout.terminations), time_major(rollout.dones), args.gamma,
+                                    args.gae_lambda))
+        returns = advantages + values
+    batch = {"obs": rollout.obs, "actions": rollout.actions, "old_log_probs": old_log_probs,
+             "advantages": flat(advantages), "returns": flat(returns), "values": flat(values)}
+    if args.norm_adv:  # Algorithm 1, line 19: normalized over each seed's whole batch, once, after the returns
+        batch["advantages"] = normalize_advantages(batch["advantages"])
+    return batch
+
+
+def update(run, batch: dict, args: Args) -> dict:
+    """Algorithm 1, lines 20-25: update_epochs passes over the batch in minibatches, one step of each optimizer
+    per minibatch (each seed's own minibatch; a seed whose loss or gradient is not finite skips its step).
+    Returns what log_update logs: each seed's means of the minibatch statistics, {name: (seeds,)}."""
+    snp_events = {"actor": np.zeros(len(run.seeds), np.int64), "critic": np.zeros(len(run.seeds), np.int64)}  # S&P
+    for epoch in range(args.update_epochs):
+        for mb in minibatches(run, batch):  # none left once the run must stop (non-finite steps in a row)
+            losses, stats = ppo_loss(run.agent, mb, args)
+            stepped = optimizer_step(run, losses)
+            record(run, stats, stepped)
+            for name in snp_events:  # S&P: after the optimizer step, per network and seed
+                snp_events[name] += shrink_perturb_when_due(run, name, stepped, args)
+        if args.target_kl is not None and stats["approx_kl"].item() > args.target_kl:  # one seed (validate_method)
+            break
+    return {**update_means(run), "snp_events": snp_events}  # S&P:
+
+
+def log_update(run, batch: dict, means: dict) -> None:
+    """CleanRL's charts/ and losses/ tags: each seed's means over the minibatch steps it took in this update."""
+    y_pred, y_true = batch["values"].cpu().numpy(), batch["returns"].cpu().numpy()
+    action_std = torch.exp(run.agent.actor.action_log_std().detach()).mean((1, 2)).cpu().numpy()
+    for k, log in updated_seeds(run):
+        var_y = np.var(y_true[k])
+        log("charts/learning_rate", run.agent.actor_optimizer.param_groups[0]["lr"])
+        log("charts/action_std", action_std[k])  # the policy's std, mean over action dimensions
+        for name in ("value_loss", "policy_loss", "entropy", "old_approx_kl", "approx_kl", "clipfrac"):
+            log(f"losses/{name}", means[name][k])
+        log("losses/explained_variance", np.nan if var_y == 0 else 1 - np.var(y_true[k] - y_pred[k]) / var_y)
+        for name, events in means["snp_events"].items():  # S&P: how often each network was shrunk and perturbed
+            log(f"snp/{name}_events", events[k])
+
+
+def set_learning_rate(run, args: Args) -> None:
+    """--anneal-lr: linearly to zero over the run (CleanRL); off by default."""
+    if args.anneal_lr:
+        for optimizer in (run.agent.actor_optimizer, run.agent.critic_optimizer):
+            optimizer.param_groups[0]["lr"] = args.learning_rate * (1.0 - (run.iteration - 1.0) / run.num_iterations)
+
+
+def main(argv: list) -> int:
+    args = parse_args(argv)
+    run = start_run(args, argv)  # seeds, envs, networks, outputs; resumes from a checkpoint; evaluates step 0
+    while run.iterating():  # False when the run is done or must stop (signal, too many non-finite steps)
+        set_learning_rate(run, args)
+        rollout = collect_rollout(run)  # evaluates, changes tasks and logs episodes on the way
+        if rollout is None:  # the run ended inside this rollout: an update would not be evaluated any more
+            break
+        batch = compute_advantages(run, rollout, args)
+        outputs = update(run, batch, args)  # what the update produced, for log_update
+        log_update(run, batch, outputs)
+        end_iteration(run)  # the shared logs, then a checkpoint when one is due
+    return finish_run(run)
+
+
+# ==== The plumbing: from this line to the end, every *_continuous.py is byte-identical (a test checks it) ====
+# Seeds stacked in one process, the per-seed optimizer, observation normalization, environment stepping and
+# evaluation, checkpoint and resume, CSV and TensorBoard output, the command line and its errors.
+# The contract with the method above (checked at start: a method that breaks it gets a clear error, exit 2):
+#   - the method defines METHOD_FUNCTIONS: method_name, run_tag, validate_method, make_agent, rollout_policy,
+#     evaluation_action, training_reward, compute_advantages, update, log_update, set_learning_rate, main;
+#   - its Args has METHOD_ARGS, the only method fields read here: num_steps (rollout length), minibatch_size
+#     (minibatches), max_grad_norm and joint_optimizer (optimizer_step), normalization_clip and norm_obs
+#     (observation normalization), hidden_dim, activation, layer_norm and init (mlp_trunk, layer_init);
+#   - make_agent's Agent has AGENT_FIELDS: actor and critic (stacked over seeds, with hidden_activations(x) for
+#     the plasticity metrics) and critic_optimizer (plasticity/critic_max_abs_grad); optimizer_step steps
+#     agent.{name}_optimizer for each loss name.
+# What the method calls here: collect_rollout, minibatches, optimizer_step, record, update_means, updated_seeds,
+# start_run, iterating, end_iteration, finish_run, parse_args. docs/reading-guide.md has the map.
+
+METHOD_FUNCTIONS = ("method_name", "run_tag", "validate_method", "make_agent", "rollout_policy", "evaluation_action",
+                    "training_reward", "compute_advantages", "update", "log_update", "set_learning_rate", "main")
+METHOD_ARGS = ("num_steps", "minibatch_size", "max_grad_norm", "joint_optimizer", "normalization_clip", "norm_obs",
+               "hidden_dim", "activation", "layer_norm", "init")
+AGENT_FIELDS = ("actor", "critic", "critic_optimizer")
+EXIT_INVALID_CONFIG = 2
+EXIT_NONFINITE = 3
+EXIT_PREEMPTED = 75
+CHECKPOINT_FORMAT = 4  # 2: every per-seed tensor has a leading seed axis of length 1; 3: BatchedEnv's env states;
+# 4: tensors and plain Python values only, so torch.load(weights_only=True) reads it without running code
+TRUSTED_OLD_FORMATS = (3,)  # read only with --trust-checkpoint (their numpy arrays need full unpickling)
+# Args that may change between a run and its resumption without changing the experiment (a seed's results do
+# not depend on the other seeds trained beside it, so the group it runs in may change too).
+RESUME_IGNORED_ARGS = ("overwrite", "cuda", "track", "wandb_project_name", "wandb_entity", "max_nonfinite_skips",
+                       "num_seeds", "run_dir", "env_threads", "trust_checkpoint")
+# From this many seeds per process up, the default (`--cuda` not given explicitly) trains on CUDA when it is
+# available: below it one CPU core is faster (docs/batched-seeds.md has the measurements).
+CUDA_MIN_SEEDS = 8
+# Without a terminal (output to a file) the progress bar is off: every evaluation line says where the run is, and
+# a line says it at least this often when evaluations are further apart.
+PROGRESS_NOTE_SECONDS = 300
+
+
+# ---- Seeds stacked in one process: layers, optimizer, normalization ----
+
+
+def aligned(x: torch.Tensor) -> torch.Tensor:
+    """x itself when its data starts on a 64-byte boundary, else an aligned copy: MKL takes another code path for
+    misaligned data (other rounding), so a seed's slice of a stacked tensor must not be computed misaligned."""
+    return x if x.data_ptr() % 64 == 0 else x.clone()
+
+
+class AlignedGradient(torch.autograd.Function):
+    """The identity, whose backward hands the layer below an aligned gradient (a slice of the stacked one)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return aligned(grad)
+
+
+class StackedLinear(nn.Module):
+    """One ``nn.Linear`` per seed: ``weight[k]`` (out x in) and ``bias[k, 0]`` are seed k's parameters, and
+    x (seeds, samples, in) -> (seeds, samples, out).
+
+    On CUDA one batched matmul serves all seeds. On the CPU each seed gets its own ``F.linear``: MKL's batched
+    matmul changes its blocking with the number of matrices, which would make a seed's results depend on the
+    seeds beside it, and batching saves no arithmetic on one core anyway.
+    """
+
+    def __init__(self, num_seeds: int, in_features: int, out_features: int):
+        super().__init__()
+        self.weight = nn.Parameter(torch.empty(num_seeds, out_features, in_features))
+        self.bias = nn.Parameter(torch.empty(num_seeds, 1, out_features))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.is_cuda:
+            return torch.baddbmm(self.bias, x, self.weight.transpose(1, 2))
+        if len(x) == 1:  # one seed: the same F.linear on views (no splitting, stacking or zero-filled gradients)
+            return F.linear(x.squeeze(0), self.weight.squeeze(0), self.bias.view(-1)).unsqueeze(0)
+        outputs = [F.linear(aligned(x_k), aligned(weight_k), bias_k[0])
+                   for x_k, weight_k, bias_k in zip(x.unbind(0), self.weight.unbind(0), self.bias.unbind(0))]
+        if torch.is_grad_enabled():
+            outputs = [AlignedGradient.apply(output) for output in outputs]
+        return torch.stack(outputs)
+
+
+class StackedLayerNorm(nn.Module):
+    """One ``nn.LayerNorm`` per seed (elementwise affine parameters of shape (seeds, 1, dim)); with
+    ``affine=False`` one ``nn.LayerNorm(dim, elementwise_affine=False)``, which has no parameters."""
+
+    def __init__(self, num_seeds: int, dim: int, affine: bool = True):
+        super().__init__()
+        if affine:
+            self.weight = nn.Parameter(torch.ones(num_seeds, 1, dim))
+            self.bias = nn.Parameter(torch.zeros(num_seeds, 1, dim))
+        self.affine = affine
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if not self.affine:
+            return F.layer_norm(x, x.shape[-1:])
+        return torch.addcmul(self.bias, F.layer_norm(x, x.shape[-1:]), self.weight)
+
+
+def layer_init(layer: StackedLinear, generators: list, std: float = np.sqrt(2), bias_const: float = 0.0,
+               init: str = "orthogonal") -> StackedLinear:
+    """CleanRL's orthogonal initialization (gain ``std``, biases ``bias_const``), or with ``init="torch"``
+    nn.Linear's own (reset_parameters: weights kaiming_uniform_(a=sqrt(5)), i.e. uniform in +-1/sqrt(fan_in), then
+    biases uniform in the same range; ``std`` and ``bias_const`` unused). Seed k's slice is drawn from seed k's
+    generator only. The layer remembers its initializer (``layer.initializer``), so that fresh_draw repeats it."""
+    layer.initializer = (std, bias_const, init)
+    with torch.no_grad():
+        if init == "torch":
+            bound = 1.0 / math.sqrt(layer.weight.shape[-1])
+            for weight, bias, generator in zip(layer.weight, layer.bias, generators):
+                torch.nn.init.kaiming_uniform_(weight, a=math.sqrt(5), generator=generator)
+                torch.nn.init.uniform_(bias, -bound, bound, generator=generator)
+            return layer
+        for weight, generator in zip(layer.weight, generators):
+            torch.nn.init.orthogonal_(weight, std, generator=generator)
+        layer.bias.fill_(bias_const)
+    return layer
+
+
+def fresh_draw(layer: StackedLinear, generator: torch.Generator) -> tuple:
+    """A fresh draw of ``layer``'s own initializer for one seed (the scheme and gain layer_init gave it: sqrt(2)
+    for hidden layers, --policy-head-gain for the policy's head, 1 for the value head; or nn.Linear's), from
+    ``generator``: (weight (out, in), bias (out,)), on the CPU. For methods that re-initialize units or layers."""
+    std, bias_const, init = layer.initializer
+    _, out_features, in_features = layer.weight.shape
+    fresh = layer_init(StackedLinear(1, in_features, out_features), [generator], std, bias_const, init)
+    return fresh.weight.detach()[0], fresh.bias.detach()[0, 0]
+
+
+def hidden_layers(network: nn.Module) -> list:
+    """(incoming StackedLinear, its StackedLayerNorm or None, outgoing StackedLinear) of every hidden layer of an
+    actor or critic, found by type and name: the layers of its ``trunk`` in order, the last one's outgoing layer
+    its head (its one StackedLinear outside the trunk: Actor.mean_head, Critic.head), so every --layer-norm
+    layout of mlp_trunk works. For methods that act on hidden units."""
+    linears, layer_norms = [], []
+    for module in network.trunk:
+        if isinstance(module, StackedLinear):
+            linears.append(module)
+            layer_norms.append(None)
+        elif isinstance(module, StackedLayerNorm):
+            layer_norms[-1] = module
+    heads = [module for name, module in network.named_children() if name != "trunk" and isinstance(module, StackedLinear)]
+    if len(heads) != 1:
+        raise ValueError(f"{type(network).__name__} has {len(heads)} output layers besides its trunk; expected one")
+    linears.append(heads[0])
+    return [(linears[i], layer_norms[i], linears[i + 1]) for i in range(len(layer_norms))]
+
+
+# the hidden activations that --activation offers; hidden_activations() collects their outputs
+ACTIVATIONS = {"relu": nn.ReLU, "tanh": nn.Tanh}
+HIDDEN_ACTIVATIONS = tuple(ACTIVATIONS.values())
+
+
+def mlp_trunk(input_dim: int, args, generators: list) -> nn.Sequential:
+    """Linear -> LayerNorm -> ReLU, twice (paper, Appendix B), --hidden-dim wide; --layer-norm, --activation and
+    --init choose the other readings (LayerNorm without gain and shift, or none; tanh; nn.Linear's init)."""
+    num_seeds, width = len(generators), args.hidden_dim
+    layers = []
+    for in_features in (input_dim, width):
+        layers.append(layer_init(StackedLinear(num_seeds, in_features, width), generators, init=args.init))
+        if args.layer_norm != "none":
+            layers.append(StackedLayerNorm(num_seeds, width, affine=args.layer_norm == "affine"))
+        layers.append(ACTIVATIONS[args.activation]())
+    return nn.Sequential(*layers)
+
+
+def single_seed_network(network: nn.Module, seed_index: int) -> nn.Module:
+    """A copy of a stacked network that holds only seed ``seed_index``'s parameters (a one-seed network)."""
+    single = copy.deepcopy(network)
+    for parameter, source in zip(single.parameters(), network.parameters()):
+        parameter.data = source.data[seed_index : seed_index + 1].clone()
+    return single
+
+
+class SeedwiseAdam(optim.Optimizer):
+    """Adam for parameters stacked over seeds (seed axis first), with each seed's own step count, gradient
+    clipping and step skipping; ``weight_decay`` is torch.optim.Adam's (L2, added to the gradient).
+
+    On the CPU each seed's slices go through torch's fused Adam kernel on their own: the kernel computes a
+    tensor's last (size mod vector width) entries on a scalar path with other rounding, so stepping a stacked
+    tensor at once would make a small parameter's update (a seed's 6 log-std entries) depend on the number of
+    seeds. A seed's update is thus exactly that of ``optim.Adam(fused=True)`` in a one-seed run. On CUDA one
+    kernel steps all seeds while their step counts agree. ``step(stepping)`` steps only the seeds where
+    ``stepping`` is True: a skipped seed keeps its parameters, moments and step count.
+    """
+
+    def __init__(self, params, lr: float, betas: tuple = (0.9, 0.999), eps: float = 1e-8, weight_decay: float = 0.0):
+        # weight_decay enters the state only when used, so a checkpoint without it (PPO's) loads as it always did
+        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, **({"weight_decay": weight_decay} if weight_decay else {})))
+        self.params = self.param_groups[0]["params"]
+        self.num_seeds = len(self.params[0])
+        for p in self.params:
+            self.state[p].update(step=torch.zeros(self.num_seeds, device=p.device), exp_avg=torch.zeros_like(p),
+                                 exp_avg_sq=torch.zeros_like(p))
+        self.lockstep = True  # all seeds have taken the same number of steps
+        self._seed_views = None
+
+    def seed_views(self) -> list:
+        """Per seed: views of its parameters, first and second moments and step counts (made once: these tensors
+        live as long as the optimizer; gradients are new tensors after every backward, see seed_gradients)."""
+        if self._seed_views is None:
+            tensors = [self.params, [self.state[p]["exp_avg"] for p in self.params],
+                       [self.state[p]["exp_avg_sq"] for p in self.params], [self.state[p]["step"] for p in self.params]]
+            with torch.no_grad():
+                self._seed_views = [[[t[k] for t in group] for group in tensors] for k in range(self.num_seeds)]
+        return self._seed_views
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        super().load_state_dict(state_dict)
+        steps = torch.stack([self.state[p]["step"] for p in self.params])
+        self.lockstep = bool((steps == steps[:, :1]).all())
+        self._seed_views = None
+
+    def steps_taken(self) -> np.ndarray:
+        """Each seed's number of steps taken, (seeds,) int64: its Adam step count, so a skipped step (non-finite)
+        does not count, and it is checkpointed with the optimizer, so it goes on across a resume. For methods that
+        act every F gradient steps."""
+        return torch.stack([self.state[p]["step"] for p in self.params]).amax(0).cpu().numpy().astype(np.int64)
+
+    def seed_gradients(self, k: int) -> list:
+        """Views of seed k's gradients (of the parameters that have one)."""
+        return [p.grad[k] for p in self.params if p.grad is not None]
+
+    @torch.no_grad()
+    def gradient_norms(self) -> torch.Tensor:
+        """Each seed's gradient norm over all of its parameters, as ``clip_grad_norm_`` computes it: (seeds,)."""
+        if self.params[0].is_cuda:
+            return torch.stack([p.grad.flatten(1).norm(dim=1) for p in self.params if p.grad is not None],
+                               dim=1).norm(dim=1)
+        return torch.stack([torch.linalg.vector_norm(torch.stack(torch._foreach_norm(self.seed_gradients(k))))
+                            for k in range(self.num_seeds)])
+
+    @torch.no_grad()
+    def max_abs_gradients(self) -> torch.Tensor:
+        """Each seed's largest absolute gradient entry (the paper's gradient diagnostic): (seeds,)."""
+        return torch.cat([p.grad.flatten(1) for p in self.params if p.grad is not None], dim=1).abs().amax(dim=1)
+
+    @torch.no_grad()
+    def clip_grad_norms_(self, max_norm: float, norms: Optional[torch.Tensor] = None) -> torch.Tensor:
+        """``clip_grad_norm_`` for each seed separately; returns the per-seed norms before clipping. ``norms``: clip
+        by these (seeds,) norms instead of this optimizer's own (one clip over several optimizers' gradients)."""
+        norms = self.gradient_norms() if norms is None else norms
+        scale = (max_norm / (norms + 1e-6)).clamp(max=1.0)
+        if self.params[0].is_cuda:
+            for p in self.params:
+                if p.grad is not None:
+                    p.grad.mul_(scale.view(-1, *[1] * (p.ndim - 1)))
+        else:
+            for k in range(self.num_seeds):
+                torch._foreach_mul_(self.seed_gradients(k), scale[k])
+        return norms
+
+    @torch.no_grad()
+    def step(self, stepping: Optional[np.ndarray] = None) -> None:
+        group = self.param_groups[0]
+        hyperparameters = dict(amsgrad=False, beta1=group["betas"][0], beta2=group["betas"][1], lr=group["lr"],
+                               weight_decay=group.get("weight_decay", 0.0), eps=group["eps"], maximize=False)
+        # as torch.optim.Adam, a parameter without a gradient is not stepped
+        stepped = [i for i, p in enumerate(self.params) if p.grad is not None]
+        if self.params[0].is_cuda and self.lockstep and stepping is None:
+            params = [self.params[i] for i in stepped]
+            states = [self.state[p] for p in params]
+            adam_update(params, [p.grad for p in params], [s["exp_avg"] for s in states],
+                        [s["exp_avg_sq"] for s in states], [], [s["step"][0] for s in states], fused=True,
+                        **hyperparameters)
+            torch._foreach_add_([s["step"][1:] for s in states], 1.0)  # the kernel counted seed 0's step only
+            return
+        self.lockstep &= stepping is None or bool(stepping.all())
+        for k in range(self.num_seeds) if stepping is None else np.flatnonzero(stepping):
+            params, exp_avgs, exp_avg_sqs, steps = ([views[i] for i in stepped] for views in self.seed_views()[k])
+            adam_update(params, self.seed_gradients(k), exp_avgs, exp_avg_sqs, [], steps, fused=True,
+                        **hyperparameters)
+
+
+class RunningMeanStd:
+    """Running mean/variance of a stream of arrays, one set of statistics per seed (parallel-variance update,
+    as gymnasium's wrappers). Batches have shape (seeds, samples, *shape); statistics (seeds, 1, *shape)."""
+
+    def __init__(self, num_seeds: int, shape=(), epsilon: float = 1e-4):
+        self.mean = np.zeros((num_seeds, 1, *shape), np.float64)
+        self.var = np.ones((num_seeds, 1, *shape), np.float64)
+        self.count = epsilon  # the same for every seed: all seeds see one sample per env and step
+
+    def update(self, batch: np.ndarray) -> None:
+        batch_count = batch.shape[1]
+        total = self.count + batch_count
+        if batch_count == 1:
+            # one env per step: the batch variance is 0 and the batch count 1, so the general formula below reduces to
+            # these operations with the same roundings (x * 1 and x + 0.0 are exact), at half the cost per step
+            delta = batch - self.mean
+            self.mean = self.mean + delta / total
+            self.var = (self.var * self.count + delta**2 * self.count / total) / total
+        else:
+            batch_mean, batch_var = batch.mean(axis=1, keepdims=True), batch.var(axis=1, keepdims=True)
+            delta = batch_mean - self.mean
+            self.mean = self.mean + delta * batch_count / total
+            self.var = (self.var * self.count + batch_var * batch_count + delta**2 * self.count * batch_count / total) / total
+        self.count = total
+
+    def normalize(self, x: np.ndarray, clip: float) -> np.ndarray:
+        """Observation normalization with the current statistics, clipped to +-clip (gymnasium's convention)."""
+        normalized = ((x - self.mean) / np.sqrt(self.var + 1e-8)).astype(np.float32)
+        return np.minimum(np.maximum(normalized, -clip), clip)  # np.clip's Python wrapper costs more than both
+
+    def state_dict(self) -> dict:
+        return {"mean": self.mean.copy(), "var": self.var.copy(), "count": self.count}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.mean, self.var, self.count = state["mean"].copy(), state["var"].copy(), state["count"]
+
+
+def seed_slice(state, seed_index: int):
+    """Seed ``seed_index``'s part of a stacked state: every tensor or array with a seed axis first keeps that
+    axis, with length 1; other leaves (counts, step numbers, hyperparameters) are shared by all seeds."""
+    if isinstance(state, dict):
+        return {key: seed_slice(value, seed_index) for key, value in state.items()}
+    if isinstance(state, list):
+        return [seed_slice(value, seed_index) for value in state]
+    if isinstance(state, torch.Tensor) and state.ndim > 0:
+        return state[seed_index : seed_index + 1].clone()
+    if isinstance(state, np.ndarray) and state.ndim > 0:
+        return state[seed_index : seed_index + 1].copy()
+    return state
+
+
+def stack_seeds(states: list):
+    """The inverse of ``seed_slice``: one stacked state from the per-seed states, in the given order."""
+    first = states[0]
+    if isinstance(first, dict):
+        return {key: stack_seeds([state[key] for state in states]) for key in first}
+    if isinstance(first, list):
+        return [stack_seeds([state[i] for state in states]) for i in range(len(first))]
+    if isinstance(first, torch.Tensor) and first.ndim > 0:
+        return torch.cat(states)
+    if isinstance(first, np.ndarray) and first.ndim > 0:
+        return np.concatenate(states)
+    return first
+
+
+# ---- The run state ----
+
+
+class Agent(SimpleNamespace):
+    """What the method learns or keeps between updates (networks, optimizers, method state), made by make_agent.
+    The checkpoint stores each entry under its name: its ``state_dict()`` when it has one, else the entry itself
+    (an array with the seed axis first)."""
+
+
+class Run:
+    """Everything a run is, in one object; its fields are declared here, grouped by who sets them. ``STATE`` lists
+    the per-seed fields beside the agent's entries and ``COUNTERS`` the shared ones: the checkpoint saves exactly
+    these (with each seed's environment and generator states) and a resume restores exactly these."""
+
+    STATE = ("obs_rms", "raw_obs", "episode_return", "episode_length", "nonfinite_skips_total")
+    COUNTERS = ("global_step", "iteration", "task_index", "timers")
+
+    # The configuration (start_run: choose_seeds, set_up_devices)
+    args: "Args"
+    seeds: list  # the seeds this process trains (finished ones left out); k indexes them in every stacked array
+    run_names: dict  # seed -> the run's name (W&B, the default run directory)
+    run_dirs: dict  # seed -> its run directory
+    config_args: dict  # seed -> the flags config.json records (with its own seed)
+    schedule: list  # the setting's whole task schedule; num_tasks of it are run
+    num_tasks: int
+    total_steps: int  # per seed: steps_per_task * num_tasks
+    batch_size: int  # per seed and update: num_steps * num_envs
+    num_iterations: int
+    device: torch.device
+    generators: list  # one torch.Generator per seed: initial weights, action noise, minibatch permutations
+    # The simulations (build): one batch for the training envs, one for the evaluation episodes
+    env: nonstationary_envs.BatchedEnv
+    eval_env: nonstationary_envs.BatchedEnv
+    sims: np.ndarray  # (seeds, envs): seed k's training simulations
+    obs_dim: int
+    action_dim: int
+    action_low: np.ndarray
+    action_high: np.ndarray
+    # The learning state, per seed (build; STATE and the agent's entries are checkpointed)
+    agent: "Agent"  # the method's (make_agent)
+    obs_rms: "RunningMeanStd"
+    raw_obs: np.ndarray  # (seeds, envs, obs_dim): the envs' current observations
+    obs: np.ndarray  # the same, normalized
+    episode_return: np.ndarray  # (seeds, envs)
+    episode_length: np.ndarray  # (seeds, envs)
+    nonfinite_skips_total: np.ndarray  # (seeds,)
+    consecutive_nonfinite: np.ndarray  # (seeds,): the run stops at --max-nonfinite-skips
+    saved_states: list  # per seed (--save-states): observations and their steps, written with each checkpoint
+    saved_state_steps: list
+    # The counters, shared by all seeds (COUNTERS)
+    global_step: int  # per seed
+    iteration: int
+    task_index: int
+    timers: dict  # seconds of wall, eval and plasticity time, over all sessions
+    # The outputs (open_outputs)
+    writers: list  # per seed: TensorBoard
+    evaluations_logs: list  # per seed: evaluations.csv
+    plasticity_logs: list  # per seed: plasticity.csv
+    last_eval_return: np.ndarray  # (seeds,): the progress bar's
+    # This session (start_session)
+    stop_signal: list  # signals received (SIGTERM, SIGINT): checkpoint and exit 75 at the next update's end
+    buffers: SimpleNamespace  # the rollout's arrays on the CPU, (seeds, T, envs, ...)
+    seed_rows: torch.Tensor  # (seeds, 1): gathers each seed's own minibatch
+    eval_points: list  # the evaluation steps still due
+    next_checkpoint: float  # the step of the next periodic checkpoint
+    session_start: float
+    session_start_step: int
+    session_timers_start: dict
+    wall_mark: float
+    log_progress: bool  # output goes to a file: the log lines carry the progress (progress_note)
+    progress_mark: tuple  # (time, step) of the last progress note
+    progress: object  # tqdm's bar (off without a terminal)
+    exit_code: int
+    # This iteration (iterating, collect_rollout, optimizer_step, record)
+    task_ended: bool  # a task ended inside the rollout: checkpoint after the update
+    minibatch_steps: np.ndarray  # (seeds,): minibatch steps each seed took in this update
+    skipped_this_update: np.ndarray  # (seeds,): steps skipped for a non-finite loss or gradient
+    skip_reasons: list  # per seed: the names of the non-finite terms
+    critic_max_grad: torch.Tensor  # (seeds,): the critic's largest gradient entry in this update
+    grad_norms: dict  # optimizer name -> (seeds,) gradient norms of the last minibatch step
+    stat_names: list  # the minibatch statistics' names (record)
+    stat_sums: Optional[torch.Tensor]  # (seeds, statistics): their sums over the stepped minibatches
+
+    def iterating(self) -> bool:
+        """Start the next iteration, or False when the run is done or has to stop."""
+        if self.global_step >= self.total_steps or self.exit_code:
+            return False
+        self.iteration += 1
+        num_seeds, device = len(self.seeds), self.device
+        self.minibatch_steps, self.skipped_this_update = np.zeros(num_seeds, np.int64), np.zeros(num_seeds, np.int64)
+        self.skip_reasons = [set() for _ in self.seeds]
+        self.critic_max_grad = torch.zeros(num_seeds, device=device)
+        self.stat_names, self.stat_sums, self.grad_norms = [], None, {}
+        return True
+
+    def checkpoint_state(self, k: int) -> dict:
+        """Seed k's checkpoint, in the format of a one-seed run."""
+        stacked = {name: value.state_dict() if hasattr(value, "state_dict") else value
+                   for name, value in [*vars(self.agent).items(), *((name, getattr(self, name)) for name in self.STATE)]}
+        return {"format": CHECKPOINT_FORMAT, "args": self.config_args[self.seeds[k]],
+                **{name: copy.deepcopy(getattr(self, name)) for name in self.COUNTERS}, **seed_slice(stacked, k),
+                "env_states": [self.env.get_state(sim) for sim in self.sims[k]],
+                "rng": {"torch": self.generators[k].get_state()}}
+
+    def load(self, checkpoints: list) -> None:
+        """Restore the state of every seed from its checkpoint (all at the same step)."""
+        state = stack_seeds([{key: value for key, value in checkpoint.items()
+                              if key not in ("args", "rng", "env_states")} for checkpoint in checkpoints])
+        for name, value in [*vars(self.agent).items(), *((name, getattr(self, name)) for name in self.STATE)]:
+            if hasattr(value, "load_state_dict"):
+                value.load_state_dict(state[name])
+            else:
+                setattr(self.agent if name in vars(self.agent) else self, name, state[name].copy())
+        for name in self.COUNTERS:
+            setattr(self, name, state[name])
+        for sims, checkpoint in zip(self.sims, checkpoints):
+            for sim, env_state in zip(sims, checkpoint["env_states"]):
+                self.env.set_state(sim, env_state)
+        for generator, checkpoint in zip(self.generators, checkpoints):
+            generator.set_state(checkpoint["rng"]["torch"])
+
+
+# ---- Environments and evaluation ----
+
+
+def make_env(args: Args, num_sims: int) -> nonstationary_envs.BatchedEnv:
+    """``num_sims`` simulations of the setting stepped together (mujoco.batch; gymnasium v5's env bit for bit, each
+    with its own task, reset noise and episode), on --env-threads threads (results do not depend on them)."""
+    threads = min(args.env_threads or len(os.sched_getaffinity(0)), num_sims)
+    return nonstationary_envs.BatchedEnv(args.env_id, args.experiment, args.strategy, args.friction_mode,
+                                         num_sims=num_sims, nthread=threads, max_episode_steps=args.max_episode_steps,
+                                         include_cfrc_ext_in_observation=args.include_cfrc_ext_in_observation)
+
+
+def network_input(obs_rms: RunningMeanStd, obs: np.ndarray, args: Args) -> np.ndarray:
+    """What the networks see of raw observations: normalized by the running statistics and clipped (--norm-obs,
+    the default), or the raw observation itself, as float32 (--no-norm-obs; the statistics are still updated)."""
+    if args.norm_obs:
+        return obs_rms.normalize(obs, args.normalization_clip)
+    # the shape normalize gives (obs broadcast against the per-seed statistics, (seeds, 1, obs_dim))
+    return np.broadcast_to(obs, np.broadcast_shapes(obs.shape, obs_rms.mean.shape)).astype(np.float32)
+
+
+def evaluation_steps(steps_per_task: int, num_tasks: int, eval_frequency: int) -> list:
+    """Global steps at which the paper evaluates: 0, every eval_frequency steps, and the last step of every task."""
+    total = steps_per_task * num_tasks
+    points = {0, *range(eval_frequency, total + 1, eval_frequency), *(steps_per_task * (i + 1) for i in range(num_tasks))}
+    return sorted(points)
+
+
+def evaluated_task(global_step: int, steps_per_task: int) -> int:
+    """The task an evaluation at ``global_step`` measures: the task of the step that was just taken."""
+    return max(global_step - 1, 0) // steps_per_task
+
+
+def evaluate_policy(policy, eval_env: nonstationary_envs.BatchedEnv, task: int, obs_rms: RunningMeanStd,
+                    args: Args, seeds: list, device, max_states: int = 0):
+    """Run one episode per evaluation simulation with the deterministic action ``policy(obs)`` (the method's
+    evaluation_action), on ``task``, with the observation statistics frozen. Simulation k * E + i is seed ``seeds[k]``'s episode i of E, reset with
+    seeds[k] + 100 + i (paper, Appendix B), so an evaluation is a function of the policy and the statistics only;
+    all seeds' episodes share one forward pass per step. Returns the undiscounted returns and episode lengths,
+    (seeds, episodes), and per seed up to ``max_states`` normalized states spread evenly over its episodes (for the
+    plasticity metrics)."""
+    frozen_rms = copy.deepcopy(obs_rms)
+    num_seeds = len(seeds)
+    num_episodes = eval_env.num_sims // num_seeds
+    eval_env.set_task(None, task)
+    obs = eval_env.reset(None, [seed + 100 + i for seed in seeds for i in range(num_episodes)])
+    obs = obs.reshape(num_seeds, num_episodes, -1)
+    low, high = eval_env.single_action_space.low, eval_env.single_action_space.high
+    returns, lengths = np.zeros((num_seeds, num_episodes)), np.zeros((num_seeds, num_episodes), dtype=np.int64)
+    running = np.ones((num_seeds, num_episodes), dtype=bool)
+    visited = [[] for _ in range(num_seeds)]
+    stride = max(1, math.ceil(num_episodes * args.max_episode_steps / max(max_states, 1)))
+    with torch.inference_mode():
+        for t in range(args.max_episode_steps):
+            if not running.any():
+                break
+            obs_norm = network_input(frozen_rms, obs, args)
+            if max_states and t % stride == 0:
+                for k in range(num_seeds):
+                    visited[k].append(obs_norm[k][running[k]])
+            actions = np.clip(policy(torch.from_numpy(obs_norm).to(device)).cpu().numpy(), low, high)
+            ids = np.flatnonzero(running)  # only the episodes still running step (flat views of (seeds, episodes))
+            next_obs, reward, terminated, truncated = eval_env.step(actions.reshape(eval_env.num_sims, -1)[ids],
+                                                                    None if ids.size == eval_env.num_sims else ids)
+            obs.reshape(eval_env.num_sims, -1)[ids] = next_obs
+            returns.reshape(-1)[ids] += reward
+            lengths.reshape(-1)[ids] += 1
+            running.reshape(-1)[ids] = ~(terminated | truncated)
+    states = [np.concatenate(v)[:max_states] if v else np.zeros((0, obs.shape[-1]), np.float32) for v in visited]
+    return returns, lengths, states
+
+
+def evaluate(run: Run, step: int) -> None:
+    """The paper's protocol: deterministic actions, frozen normalization, envs on the evaluated task; at step 0
+    and every task end also the plasticity metrics of both networks, each seed on its own states."""
+    args, seeds = run.args, run.seeds
+    eval_start = time.perf_counter()
+    task = evaluated_task(step, args.steps_per_task)
+    measure_plasticity = step == 0 or step % args.steps_per_task == 0
+    returns, lengths, visited = evaluate_policy(lambda obs: evaluation_action(run.agent, obs), run.eval_env, task,
+                                                run.obs_rms, args, seeds, run.device,
+                                                args.plasticity_states if measure_plasticity else 0)
+    for k in range(len(seeds)):
+        run.evaluations_logs[k].write([step, task, returns.shape[1], returns[k].mean(), returns[k].std(),
+                                       returns[k].min(), returns[k].max()])
+        run.writers[k].add_scalar("eval/episodic_return", returns[k].mean(), step)
+        run.writers[k].add_scalar("eval/episodic_length", lengths[k].mean(), step)
+    run.timers["eval"] += time.perf_counter() - eval_start
+    run.last_eval_return[:] = returns.mean(axis=1)
+    if len(seeds) == 1:
+        message = f"eval step={step} task={task} return={returns.mean():.1f} +- {returns.std():.1f}"
+    else:
+        message = (f"eval step={step} task={task} return per seed: "
+                   + ", ".join(f"{seed}: {value:.0f}" for seed, value in zip(seeds, run.last_eval_return)))
+    if run.log_progress:
+        message += f" | {progress_note(run)}"
+    (run.progress.write if run.progress else print)(message)
+    if measure_plasticity:
+        log_plasticity(run, step, task, visited)
+
+
+def log_plasticity(run: Run, step: int, task: int, visited: list) -> None:
+    """The paper's plasticity metrics of the critic and the actor (effective and stable rank of the last hidden
+    layer, dormant units of all hidden layers), each seed's own network on its own evaluation states."""
+    plasticity_start = time.perf_counter()
+    with torch.inference_mode():
+        for network_name, network in (("critic", run.agent.critic), ("actor", run.agent.actor)):
+            for k in range(len(run.seeds)):
+                activations = single_seed_network(network, k).hidden_activations(
+                    torch.from_numpy(visited[k]).to(run.device)[None])
+                activations = [layer[0] for layer in activations]
+                metrics = {"effective_rank": plasticity_metrics.effective_rank(activations[-1]),
+                           "stable_rank": plasticity_metrics.stable_rank(activations[-1]),
+                           "dormant_percent": plasticity_metrics.dormant_unit_percentage(activations)}
+                for key, value in metrics.items():
+                    run.writers[k].add_scalar(f"plasticity/{network_name}_{key}", value, step)
+                run.plasticity_logs[k].write([step, task, network_name, *metrics.values()])
+    run.timers["plasticity"] += time.perf_counter() - plasticity_start
+
+
+def progress_note(run: Run) -> str:
+    """Where the run is, for output that goes to a file (nohup, sweeps, SLURM), where tqdm's bar is off: steps
+    done of the total (per seed, as global_step), the percentage, the steps/s since the previous note (evaluations
+    included, so the time left is what the wall clock will show) and the time left at that rate."""
+    now, step = time.perf_counter(), run.global_step
+    last_time, last_step = run.progress_mark
+    run.progress_mark = (now, step)
+    note = f"{step:,}/{run.total_steps:,} steps ({100 * step / run.total_steps:.1f}%)"
+    if step > last_step:
+        rate = (step - last_step) / max(now - last_time, 1e-9)
+        seconds_left = round((run.total_steps - step) / rate)
+        note += f", {rate:,.0f} steps/s, {seconds_left // 3600}:{seconds_left // 60 % 60:02d}:{seconds_left % 60:02d} left"
+    return note
+
+
+# ---- The rollout ----
+
+
+def time_major(x: torch.Tensor) -> torch.Tensor:
+    """(seeds, T, ...) <-> (T, seeds, ...): a view, for recursions that run over time."""
+    return x.transpose(0, 1)
+
+
+def flat(x: torch.Tensor) -> torch.Tensor:
+    """(seeds, T, envs) -> (seeds, T * envs): a rollout tensor as the batch's samples."""
+    return x.reshape(x.shape[0], -1)
+
+
+def collect_rollout(run: Run) -> Optional[SimpleNamespace]:
+    """num_steps steps of every env of every seed with the method's actions (rollout_policy) and the rewards it
+    trains on (training_reward); on the way: task changes, evaluations at their steps, episode ends (reset in the
+    same step, the true final observation kept for the bootstrap), observation normalization, --save-states.
+    Returns the rollout as device tensors, (seeds, T * envs, ...) for obs, next_obs and actions, (seeds, T, envs)
+    for rewards (the training rewards), raw_rewards (the environment's), terminations and dones; None when the run
+    ended inside it."""
+    args, env, writers = run.args, run.env, run.writers
+    num_seeds, device, progress = len(run.seeds), run.device, run.progress
+    act = rollout_policy(run.agent, args, run.generators, device)
+    buffers = run.buffers
+    run.task_ended = False
+    steps_collected = 0
+    # one inference-mode context for the whole rollout: entering it per step costs ~20 us
+    with torch.inference_mode():
+        for step in range(args.num_steps):
+            step_task = run.global_step // args.steps_per_task
+            if step_task != run.task_index:
+                run.task_index = step_task
+                env.set_task(None, run.task_index)
+                for writer in writers:
+                    writer.add_scalar("task/index", run.task_index, run.global_step)
+                progress.write(f"step {run.global_step}: task {run.task_index} ({env.task_description(run.task_index)})")
+            buffers.obs[:, step] = run.obs
+            action = act(torch.from_numpy(run.obs).to(device), step).cpu().numpy()
+            buffers.actions[:, step] = action
+            clipped_action = np.minimum(np.maximum(action, run.action_low), run.action_high)  # np.clip costs ~10 us
+            run.global_step += args.num_envs
+            next_raw_obs, reward, terminated, truncated = env.step(clipped_action.reshape(env.num_sims, -1))
+            reward, terminated = reward.reshape(run.raw_obs.shape[:2]), terminated.reshape(run.raw_obs.shape[:2])
+            run.episode_return += reward
+            run.episode_length += 1
+            buffers.raw_rewards[:, step] = reward
+            buffers.rewards[:, step] = training_reward(run.agent, reward, terminated, args)
+            buffers.terminations[:, step] = terminated
+            done = terminated | truncated.reshape(terminated.shape)  # the env's episode clock (--max-episode-steps)
+            buffers.dones[:, step] = done
+            run.raw_obs = next_raw_obs.reshape(run.raw_obs.shape)
+            # An ended episode restarts in the same step, so the buffer holds no junk transition; its true final
+            # observation is kept for next_obs (a truncation bootstraps from its value).
+            ended, final_raw_obs = (np.argwhere(done), run.raw_obs[done]) if done.any() else ((), ())
+            if len(ended):
+                for k, i in ended:
+                    writers[k].add_scalar("charts/episodic_return", run.episode_return[k, i], run.global_step)
+                    writers[k].add_scalar("charts/episodic_length", run.episode_length[k, i], run.global_step)
+                run.episode_return[done], run.episode_length[done] = 0.0, 0
+                run.raw_obs[done] = env.reset(np.flatnonzero(done))
+            run.obs_rms.update(run.raw_obs)
+            run.obs = network_input(run.obs_rms, run.raw_obs, args)
+            buffers.next_obs[:, step] = run.obs
+            for (k, i), final in zip(ended, final_raw_obs):
+                buffers.next_obs[k, step, i] = network_input(run.obs_rms, final, args)[k, 0]
+            if args.save_states and (run.global_step // args.num_envs) % args.save_states_every == 0:
+                for k in range(num_seeds):
+                    run.saved_states[k].append(run.raw_obs[k].astype(np.float16))
+                    run.saved_state_steps[k].append(np.full(args.num_envs, run.global_step))
+            steps_collected += 1
+            if run.eval_points and run.global_step >= run.eval_points[0]:
+                progress.update(run.global_step - progress.n)
+                run.task_ended |= run.global_step % args.steps_per_task == 0
+                evaluate(run, run.eval_points.pop(0))
+            if run.global_step >= run.total_steps:
+                break
+    progress.update(run.global_step - progress.n)
+    if steps_collected < args.num_steps or run.global_step >= run.total_steps:
+        return None
+    samples = (num_seeds, run.batch_size)
+    return SimpleNamespace(
+        obs=torch.from_numpy(buffers.obs).to(device).reshape(*samples, run.obs_dim),
+        next_obs=torch.from_numpy(buffers.next_obs).to(device).reshape(*samples, run.obs_dim),
+        actions=torch.from_numpy(buffers.actions).to(device).reshape(*samples, run.action_dim),
+        rewards=torch.from_numpy(buffers.rewards).to(device),
+        raw_rewards=torch.from_numpy(buffers.raw_rewards).to(device),
+        terminations=torch.from_numpy(buffers.terminations).to(device),
+        dones=torch.from_numpy(buffers.dones).to(device),
+        shape=(num_seeds, args.num_steps, args.num_envs))
+
+
+# ---- The update: each seed's own minibatches and optimizer steps, guarded against non-finite values ----
+
+
+class Minibatch(dict):
+    """Each seed's own minibatch of a batch: ``mb[key]`` is ``batch[key][k, index[k]]`` for every seed k, gathered
+    on first use; ``mb.index`` holds the sample indices, (seeds, minibatch_size)."""
+
+    def __init__(self, batch: dict, index: torch.Tensor, seed_rows: torch.Tensor):
+        super().__init__()
+        self.batch, self.index, self.seed_rows = batch, index, seed_rows
+
+    def __missing__(self, key: str) -> torch.Tensor:
+        value = self[key] = self.batch[key][self.seed_rows, self.index]
+        return value
+
+
+def minibatches(run: Run, batch: dict):
+    """One epoch over the batch: each seed's own random permutation (from its own generator) in minibatches; none
+    once a seed has skipped --max-nonfinite-skips steps in a row (the run then stops with a checkpoint), so that
+    the update ends by its one return."""
+    if must_stop_nonfinite(run):
+        return
+    permutation = torch.stack([torch.randperm(run.batch_size, generator=generator)
+                               for generator in run.generators]).to(run.device)
+    for start in range(0, run.batch_size, run.args.minibatch_size):
+        if must_stop_nonfinite(run):
+            return
+        yield Minibatch(batch, permutation[:, start : start + run.args.minibatch_size], run.seed_rows)
+
+
+def must_stop_nonfinite(run: Run) -> bool:
+    """Whether a seed has skipped --max-nonfinite-skips minibatch steps in a row (end_iteration stops the run)."""
+    return run.consecutive_nonfinite.max() >= run.args.max_nonfinite_skips
+
+
+def optimizer_step(run: Run, losses: dict, unclipped: tuple = ()) -> np.ndarray:
+    """One step of each optimizer ``run.agent.{name}_optimizer`` on its loss ``losses[name]``, (seeds,) each: one
+    backward of their sum over seeds (disjoint parameters, so each seed's gradient is that of its own loss), each
+    seed's gradient norm clipped at --max-grad-norm (except the optimizers named in ``unclipped``), and a seed
+    whose loss or gradient is not finite skips its step. Returns which seeds stepped, (seeds,) bool: none when a
+    seed has now skipped --max-nonfinite-skips steps in a row (minibatches then ends the update and the run stops).
+    ``run.grad_norms`` keeps the norms (before clipping), and every parameter's ``.grad`` keeps this step's clipped
+    gradient until the next optimizer_step (it zeroes them first, never after): a method reads them there (EPPO's
+    head shares). With --joint-optimizer the clipped optimizers share one clip, by the norm over all their
+    gradients (which run.grad_norms then holds for each): the separate Adams step exactly as one Adam over all
+    their parameters."""
+    optimizers = {name: getattr(run.agent, f"{name}_optimizer") for name in losses}
+    for optimizer in optimizers.values():
+        optimizer.zero_grad()
+    sum(losses.values()).sum().backward()
+    critic_grad_max = run.agent.critic_optimizer.max_abs_gradients()
+    joint_norms = None
+    if run.args.joint_optimizer:  # one clip_grad_norm_ over every clipped optimizer's gradients, as one Adam has
+        joint_norms = torch.linalg.vector_norm(torch.stack([optimizer.gradient_norms() for name, optimizer in
+                                                            optimizers.items() if name not in unclipped]), dim=0)
+    run.grad_norms = {name: optimizer.gradient_norms() if name in unclipped
+                      else optimizer.clip_grad_norms_(run.args.max_grad_norm, joint_norms)
+                      for name, optimizer in optimizers.items()}
+    # One host sync per minibatch: a seed whose loss or gradient is not finite skips its step
+    checks = {**{f"{name}_loss": loss for name, loss in losses.items()},
+              **{f"{name}_grad": norm for name, norm in run.grad_norms.items()}}
+    finite = torch.stack(list(checks.values())).isfinite().cpu().numpy()
+    stepped = finite.all(axis=0)
+    if not stepped.all():
+        names = np.array(list(checks))
+        for k in np.flatnonzero(~stepped):
+            run.skip_reasons[k].update(names[~finite[:, k]])
+        run.skipped_this_update += ~stepped
+        run.consecutive_nonfinite = np.where(stepped, 0, run.consecutive_nonfinite + 1)
+        if must_stop_nonfinite(run):  # no seed steps: the run stops with the last finite state
+            return np.zeros_like(stepped)
+        for optimizer in optimizers.values():
+            optimizer.step(stepped)
+    else:
+        run.consecutive_nonfinite[:] = 0
+        for optimizer in optimizers.values():
+            optimizer.step()
+    run.minibatch_steps += stepped
+    run.critic_max_grad = torch.where(torch.from_numpy(stepped).to(run.device),
+                                      torch.maximum(run.critic_max_grad, critic_grad_max), run.critic_max_grad)
+    return stepped
+
+
+def record(run: Run, stats: dict, stepped: np.ndarray) -> None:
+    """Add a minibatch's statistics, {name: (seeds,)}, to the update's sums of the seeds that stepped (on device)."""
+    values = torch.stack(list(stats.values()), dim=1).detach()
+    if run.stat_sums is None:
+        run.stat_names, run.stat_sums = list(stats), torch.zeros_like(values)
+    run.stat_sums += torch.where(torch.from_numpy(stepped).to(run.device)[:, None], values, 0.0)
+
+
+def update_means(run: Run) -> dict:
+    """{name: [each seed's mean over the minibatch steps it took in this update]}, in one host sync."""
+    if run.stat_sums is None:
+        return {}
+    steps_taken = torch.from_numpy(np.maximum(run.minibatch_steps, 1)).to(run.device)
+    return dict(zip(run.stat_names, (run.stat_sums / steps_taken[:, None]).T.tolist()))
+
+
+def updated_seeds(run: Run):
+    """(seed index, log) for every seed that took a minibatch step in this update; ``log(tag, value)`` adds a
+    point to that seed's TensorBoard at the current step."""
+    for k, writer in enumerate(run.writers):
+        if run.minibatch_steps[k]:
+            yield k, lambda tag, value, writer=writer: writer.add_scalar(tag, value, run.global_step)
+
+
+def end_iteration(run: Run) -> None:
+    """The shared logs of an update (non-finite skips, the critic's largest gradient, steps/s), then a checkpoint
+    when one is due, or the stop after a signal or too many non-finite steps."""
+    args, seeds = run.args, run.seeds
+    now = time.perf_counter()
+    run.timers["wall"] += now - run.wall_mark
+    run.wall_mark = now
+    session_time = now - run.session_start
+    session_overhead = sum(run.timers[k] - run.session_timers_start[k] for k in ("eval", "plasticity"))
+    group_sps = len(seeds) * (run.global_step - run.session_start_step) / max(session_time - session_overhead, 1e-9)
+    critic_max_grads = run.critic_max_grad.tolist()
+    for k, writer in enumerate(run.writers):
+        if run.skipped_this_update[k]:
+            run.nonfinite_skips_total[k] += run.skipped_this_update[k]
+            warnings.warn(f"seed {seeds[k]}, step {run.global_step}: skipped {run.skipped_this_update[k]} minibatch "
+                          f"step(s) with non-finite {', '.join(sorted(run.skip_reasons[k]))}")
+        writer.add_scalar("charts/nonfinite_skips", run.nonfinite_skips_total[k], run.global_step)
+        if run.minibatch_steps[k]:
+            writer.add_scalar("plasticity/critic_max_abs_grad", critic_max_grads[k], run.global_step)
+        writer.add_scalar("charts/SPS", group_sps / len(seeds), run.global_step)  # this seed's own steps/s
+    run.progress.set_postfix(task=run.task_index, sps=f"{group_sps:.0f}",
+                             eval=f"{np.nanmean(run.last_eval_return):.0f}", refresh=False)
+    if run.log_progress and now - run.progress_mark[0] >= PROGRESS_NOTE_SECONDS:  # evaluations far apart
+        print(f"step {run.global_step}: {progress_note(run)}", flush=True)
+    if must_stop_nonfinite(run):
+        write_checkpoint(run)
+        failed = [seeds[k] for k in np.flatnonzero(run.consecutive_nonfinite >= args.max_nonfinite_skips)]
+        reasons = sorted(set().union(*(run.skip_reasons[seeds.index(seed)] for seed in failed)))
+        print(f"error: seed {', '.join(map(str, failed))}: {args.max_nonfinite_skips} consecutive minibatch steps "
+              f"had a non-finite loss or gradient ({', '.join(reasons)}) at step {run.global_step}; stopped with a "
+              "checkpoint of the last finite state. Lower the learning rate or inspect the run before resuming.",
+              file=sys.stderr)
+        run.exit_code = EXIT_NONFINITE
+    elif run.stop_signal:
+        write_checkpoint(run)
+        run.progress.write(f"received signal {run.stop_signal[0]}: checkpoint written at step {run.global_step}; "
+                           f"re-run the same command to resume (exit code {EXIT_PREEMPTED})")
+        run.exit_code = EXIT_PREEMPTED
+    elif run.task_ended or run.global_step >= run.next_checkpoint:
+        write_checkpoint(run)
+        while run.next_checkpoint <= run.global_step:
+            run.next_checkpoint += args.checkpoint_frequency
+
+
+# ---- Checkpoints and outputs ----
+
+
+def atomic_write_bytes(path: str, write_fn) -> None:
+    """Write a file through a temporary file, fsync and rename, so a crash never leaves it half-written."""
+    tmp_path = f"{path}.tmp"
+    with open(tmp_path, "wb") as f:
+        write_fn(f)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp_path, path)
+
+
+def arrays_as_tensors(state, places: list, path: tuple = ()):
+    """``state`` with every numpy array replaced by a tensor (torch.from_numpy: the same dtype, shape and bits),
+    the path of each appended to ``places``: what the checkpoint file holds is then tensors and plain values only."""
+    if isinstance(state, dict):
+        return {key: arrays_as_tensors(value, places, (*path, key)) for key, value in state.items()}
+    if isinstance(state, list):
+        return [arrays_as_tensors(value, places, (*path, i)) for i, value in enumerate(state)]
+    if isinstance(state, np.ndarray):
+        places.append(list(path))
+        return torch.from_numpy(state.copy())
+    return state
+
+
+def save_checkpoint(run_dir: str, state: dict) -> None:
+    """Atomically write checkpoint.pt, keeping the previous one as checkpoint.prev.pt until the new one is whole.
+    Its numpy arrays are stored as tensors, their paths under "numpy_arrays" (read_checkpoint turns them back)."""
+    path = os.path.join(run_dir, "checkpoint.pt")
+    places = []
+    saved = {**arrays_as_tensors(state, places), "numpy_arrays": places}
+    atomic_write_bytes(f"{path}.new", lambda f: torch.save(saved, f))  # complete on disk before anything moves
+    if os.path.exists(path):
+        os.replace(path, os.path.join(run_dir, "checkpoint.prev.pt"))
+    os.replace(f"{path}.new", path)
+
+
+def read_checkpoint(path: str, trust: bool = False) -> tuple:
+    """(state, None) for a checkpoint this script can resume from, else (None, why not). The file is read with
+    torch.load(weights_only=True), which unpickles tensors and plain values only, so a crafted file cannot run
+    code; ``trust`` (--trust-checkpoint) reads it with full unpickling and accepts the older TRUSTED_OLD_FORMATS."""
+    import pickle
+
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=not trust)
+    except pickle.UnpicklingError as error:  # what weights_only refuses: a global it would have to import and call
+        refused = re.search(r"GLOBAL (\S+)", str(error))  # torch's message names the global it would have called
+        return None, (f"it needs code to load ({refused.group(1) if refused else 'a pickled object'}): written before checkpoint format {CHECKPOINT_FORMAT}, or "
+                      "crafted; refused, nothing in it ran (--trust-checkpoint reads it, for a file you trust)")
+    except Exception as error:  # a truncated or corrupt file
+        return None, f"it is unreadable ({type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''})"
+    if not isinstance(state, dict) or state.get("format") not in (CHECKPOINT_FORMAT, *(TRUSTED_OLD_FORMATS * trust)):
+        found = state.get("format") if isinstance(state, dict) else type(state).__name__
+        return None, f"it has checkpoint format {found}, this script reads {CHECKPOINT_FORMAT}"
+    for place in state.pop("numpy_arrays", []):  # back to the numpy arrays save_checkpoint stored as tensors
+        *parents, last = place
+        container = state
+        for key in parents:
+            container = container[key]
+        container[last] = container[last].numpy()
+    return state, None
+
+
+def load_checkpoints(run_dir: str, trust: bool = False) -> list:
+    """The readable checkpoints of a run directory, newest first (checkpoint.pt, then checkpoint.prev.pt); a file
+    that cannot be read (truncated, another format, or refused as unsafe) is skipped with a warning."""
+    states = []
+    for name in ("checkpoint.pt", "checkpoint.prev.pt"):
+        path = os.path.join(run_dir, name)
+        if not os.path.exists(path):
+            continue
+        state, problem = read_checkpoint(path, trust)
+        if state is None:
+            warnings.warn(f"{path}: {problem}; trying the previous checkpoint")
+        else:
+            states.append(state)
+    return states
+
+
+def load_checkpoint(run_dir: str, trust: bool = False) -> Optional[dict]:
+    """The newest readable checkpoint (checkpoint.pt, else checkpoint.prev.pt), or None when there is none."""
+    return next(iter(load_checkpoints(run_dir, trust)), None)
+
+
+def group_checkpoints(run_dirs: list, trust: bool = False) -> Optional[list]:
+    """One checkpoint per seed, all at the same step: the newest step every seed's directory holds a readable
+    checkpoint of (the seeds write theirs one after another, so a crash in between leaves them a step apart).
+    None when the seeds share no step (a fresh start)."""
+    by_step = [{state["global_step"]: state for state in load_checkpoints(run_dir, trust)} for run_dir in run_dirs]
+    common = set.intersection(*(set(steps) for steps in by_step))
+    return [states[max(common)] for states in by_step] if common else None
+
+
+def write_checkpoint(run: Run) -> None:
+    """Each seed's own checkpoint.pt in its run directory, in the format of a one-seed run (and its states.npz)."""
+    for k, seed in enumerate(run.seeds):
+        save_checkpoint(run.run_dirs[seed], run.checkpoint_state(k))
+        if run.args.save_states and run.saved_states[k]:
+            observations, steps = np.concatenate(run.saved_states[k]), np.concatenate(run.saved_state_steps[k])
+            run.saved_states[k], run.saved_state_steps[k] = [observations], [steps]
+            atomic_write_bytes(os.path.join(run.run_dirs[seed], "states.npz"),
+                               lambda f: np.savez_compressed(f, observations=observations, global_steps=steps))
+
+
+def truncate_csv(path: str, last_step: int) -> None:
+    """Drop rows logged after ``last_step`` (they will be logged again, identically, after a resume). The kept rows
+    are written back by csv.writer, as CsvLog writes them (its "\\r\\n" line ends), so that a resumed file is byte
+    for byte the file of a run that was never stopped."""
+    if not os.path.exists(path):
+        return
+    with open(path, newline="") as f:
+        rows = list(csv.reader(f))
+    kept = io.StringIO()
+    csv.writer(kept).writerows([rows[0]] + [row for row in rows[1:] if row and int(row[0]) <= last_step])
+    atomic_write_bytes(path, lambda f: f.write(kept.getvalue().encode()))
+
+
+def last_logged_return(path: str) -> float:
+    """return_mean of the last row of an evaluations.csv (NaN when it has none)."""
+    if not os.path.exists(path):
+        return float("nan")
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    return float(rows[-1]["return_mean"]) if rows else float("nan")
+
+
+class CsvLog:
+    """Append-only CSV with a header, flushed after every row so a crash never loses a logged row."""
+
+    def __init__(self, path: str, header: list):
+        new = not os.path.exists(path)
+        self.file = open(path, "a", newline="")
+        self.writer = csv.writer(self.file)
+        if new:
+            self.writer.writerow(header)
+            self.file.flush()
+
+    def write(self, row: list) -> None:
+        self.writer.writerow(row)
+        self.file.flush()
+
+    def close(self) -> None:
+        self.file.close()
+
+
+def run_metadata() -> dict:
+    """Git commit and package versions for config.json."""
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=os.path.dirname(os.path.abspath(__file__)),
+                                capture_output=True, text=True, timeout=10).stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        commit = None
+    import mujoco
+
+    return {"git_commit": commit, "python": sys.version.split()[0], "torch": torch.__version__,
+            "gymnasium": gym.__version__, "mujoco": mujoco.__version__, "numpy": np.__version__}
+
+
+# run directory -> its open .lock file, locked until this process ends (lock_run_dir)
+RUN_DIR_LOCKS = {}
+
+
+def lock_run_dir(run_dir: str) -> None:
+    """One writer per run directory: an exclusive flock on ``run_dir/.lock``, held for the life of the process. The
+    OS frees it when the process ends, however it ends (SIGKILL, a lost node), so no stale lock is ever left to
+    clean; the file says who holds it. A second process raises ValueError naming the holder's PID and host."""
+    import fcntl
+    import socket
+
+    key = os.path.realpath(run_dir)
+    if key in RUN_DIR_LOCKS:  # this process holds it already
+        return
+    lock = open(os.path.join(run_dir, ".lock"), "a+")
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        lock.seek(0)
+        holder = lock.read().strip() or "another process"
+        lock.close()
+        raise ValueError(f"--run-dir {run_dir} is in use by {holder}: a run directory has one writer at a time "
+                         "(wait for that run to end, or stop it)") from None
+    lock.seek(0)
+    lock.truncate()
+    lock.write(f"PID {os.getpid()} on host {socket.gethostname()}\n")
+    lock.flush()
+    RUN_DIR_LOCKS[key] = lock
+
+
+def prepare_run_dir(args: Args, run_dir: str, config_args: dict) -> None:
+    """Create the run directory, check it is writable with some free space, take its lock (one writer), and
+    refuse a foreign config."""
+    try:
+        os.makedirs(run_dir, exist_ok=True)
+        probe = os.path.join(run_dir, ".write_probe")
+        with open(probe, "w") as f:
+            f.write("ok")
+        os.remove(probe)
+    except OSError as error:
+        raise ValueError(f"--run-dir {run_dir} is not writable: {error}") from None
+    lock_run_dir(run_dir)  # before anything is read or deleted: --overwrite never touches a directory in use
+    free_mb = shutil.disk_usage(run_dir).free / 2**20
+    if free_mb < 100:
+        raise ValueError(f"--run-dir {run_dir}: only {free_mb:.0f} MiB free on its disk (need at least 100 MiB)")
+    config_path = os.path.join(run_dir, "config.json")
+    if not os.path.exists(config_path):
+        return
+    with open(config_path) as f:
+        previous = json.load(f)["args"]
+    differing = sorted(k for k in set(previous) | set(config_args)
+                       if k not in RESUME_IGNORED_ARGS and previous.get(k) != config_args.get(k))
+    if not differing:
+        return
+    if not args.overwrite:
+        detail = ", ".join(f"{k}: {previous.get(k)!r} -> {config_args.get(k)!r}" for k in differing)
+        raise ValueError(f"--run-dir {run_dir} holds a run with a different configuration ({detail}); "
+                         "use another --run-dir or pass --overwrite to delete its outputs")
+    for name in os.listdir(run_dir):
+        if name in ("config.json", "evaluations.csv", "plasticity.csv", "states.npz", "summary.json", "checkpoint.pt",
+                    "checkpoint.prev.pt", "wandb_id.txt") or name.startswith("events.out.tfevents"):
+            os.remove(os.path.join(run_dir, name))
+
+
+# ---- Starting and finishing a run ----
+
+
+def start_run(args: Args, argv: list, notes: tuple = ()) -> Run:
+    """Everything before the first iteration, in named steps: the seeds still to train, the devices, the
+    simulations and the agent, a resume from the seeds' checkpoints (or fresh simulations), the outputs, the run's
+    header (with the method's ``notes``) and the session's schedule, with step 0's evaluation of a fresh run."""
+    run = Run()
+    run.args, run.exit_code, run.progress = args, 0, None
+    choose_seeds(run)
+    set_up_devices(run, argv)
+    build(run)
+    resumed = restore_or_reset(run)
+    open_outputs(run, resumed)
+    print_header(run, notes, resumed)
+    start_session(run, resumed)
+    return run
+
+
+def choose_seeds(run: Run) -> None:
+    """Seeds seed, ..., seed + num_seeds - 1, each writing exactly what a run with --num-seeds 1 and its seed
+    writes: their run directories prepared (a foreign configuration refused, exit 2); a seed that has finished
+    (summary.json) is skipped, and the process exits 0 when none is left."""
+    args = run.args
+    all_seeds = [args.seed + k for k in range(args.num_seeds)]
+    run.run_names = {seed: f"{args.env_id}__{args.experiment}__{args.strategy}__{run_tag(args)}__{seed}"
+                     for seed in all_seeds}
+    run.run_dirs = {seed: (args.run_dir or os.path.join("runs", run.run_names[seed])).replace("{seed}", str(seed))
+                    for seed in all_seeds}
+    run.config_args = {seed: {**dataclasses.asdict(args), "seed": seed} for seed in all_seeds}
+    try:
+        for seed in all_seeds:
+            prepare_run_dir(args, run.run_dirs[seed], run.config_args[seed])
+    except ValueError as error:
+        print(f"error: {error}", file=sys.stderr)
+        sys.exit(EXIT_INVALID_CONFIG)
+    run.seeds = []
+    for seed in all_seeds:
+        if os.path.exists(os.path.join(run.run_dirs[seed], "summary.json")):
+            print(f"{run.run_dirs[seed]} already holds a finished run (summary.json); nothing to do.")
+        else:
+            run.seeds.append(seed)
+    if not run.seeds:
+        sys.exit(0)
+    run.schedule = nonstationary_envs.task_schedule(args.env_id, args.experiment, args.strategy)
+    run.num_tasks = args.num_tasks or len(run.schedule)
+    run.total_steps = args.steps_per_task * run.num_tasks
+    run.batch_size = args.num_steps * args.num_envs
+    run.num_iterations = math.ceil(run.total_steps / run.batch_size)
+
+
+def set_up_devices(run: Run, argv: list) -> None:
+    """torch's threads and determinism, the device, and one generator per seed for the initial weights, the action
+    noise and the minibatch permutations (a seed's random draws do not depend on the seeds beside it)."""
+    args = run.args
+    torch.set_num_threads(args.torch_threads)
+    if args.torch_deterministic:
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+        torch.use_deterministic_algorithms(True)
+        torch.backends.cudnn.deterministic = True
+    # One CUDA process serves many seeds well and one seed badly (docs/batched-seeds.md): by default CUDA is used
+    # from CUDA_MIN_SEEDS seeds up; an explicit --cuda forces it, --no-cuda forbids it.
+    cuda_forced = "--cuda" in argv
+    use_cuda = args.cuda and torch.cuda.is_available() and (cuda_forced or len(run.seeds) >= CUDA_MIN_SEEDS)
+    run.device = torch.device("cuda" if use_cuda else "cpu")
+    run.generators = [torch.Generator().manual_seed(seed) for seed in run.seeds]
+
+
+def build(run: Run) -> None:
+    """The simulations, the method's agent (its contract checked: exit 2 naming what it lacks), and the run's own
+    per-seed state and counters at their initial values."""
+    args, num_seeds = run.args, len(run.seeds)
+    # Simulations: seed k's training env i is simulation k * num_envs + i, reset first with seed + i; its evaluation
+    # episode i is simulation k * eval_episodes + i of a second batch, reset with seed + 100 + i (paper, Appendix B)
+    run.env = make_env(args, num_seeds * args.num_envs)
+    run.eval_env = make_env(args, num_seeds * args.eval_episodes)
+    run.sims = np.arange(run.env.num_sims).reshape(num_seeds, args.num_envs)
+    run.obs_dim, run.action_dim = run.env.observation_dim, run.env.action_dim
+    run.action_low, run.action_high = run.env.single_action_space.low, run.env.single_action_space.high
+
+    run.agent = make_agent(args, run.obs_dim, run.action_dim, run.generators, run.device)
+    missing = [name for name in AGENT_FIELDS if name not in vars(run.agent)]
+    missing += [f"{name}.hidden_activations" for name in ("actor", "critic")
+                if name in vars(run.agent) and not hasattr(getattr(run.agent, name), "hidden_activations")]
+    if missing:
+        print(f"error: make_agent's Agent lacks {', '.join(missing)}, which the plumbing uses (the contract in the "
+              "marker comment)", file=sys.stderr)
+        sys.exit(EXIT_INVALID_CONFIG)
+    run.obs_rms = RunningMeanStd(num_seeds, (run.obs_dim,))
+    # Per-environment episode state, (seeds, envs) (kept here, not in wrappers, so that it can be checkpointed)
+    run.episode_return = np.zeros((num_seeds, args.num_envs))
+    run.episode_length = np.zeros((num_seeds, args.num_envs), dtype=np.int64)
+    run.global_step, run.iteration, run.task_index = 0, 0, 0
+    run.nonfinite_skips_total = np.zeros(num_seeds, np.int64)
+    run.consecutive_nonfinite = np.zeros(num_seeds, np.int64)
+    run.timers = {"wall": 0.0, "eval": 0.0, "plasticity": 0.0}  # seconds, accumulated over resumed sessions
+    run.saved_states, run.saved_state_steps = [[] for _ in run.seeds], [[] for _ in run.seeds]
+
+
+def restore_or_reset(run: Run) -> bool:
+    """Resume every seed from its checkpoint when all have one at a common step (rows logged after it are dropped,
+    to be logged again identically), else reset the simulations (and remove what an attempt that never wrote a
+    checkpoint left). Unresumable checkpoints are refused (exit 2) unless --overwrite. Returns whether it resumed."""
+    args, seeds = run.args, run.seeds
+    with warnings.catch_warnings():  # the files that cannot be read are named once, below or by load_checkpoints
+        warnings.simplefilter("ignore")
+        unusable = [os.path.join(run.run_dirs[seed], name) for seed in seeds
+                    if not load_checkpoints(run.run_dirs[seed], args.trust_checkpoint)
+                    for name in ("checkpoint.pt", "checkpoint.prev.pt")
+                    if os.path.exists(os.path.join(run.run_dirs[seed], name))]
+    if unusable and not args.overwrite:  # never discard what such a run logged, nor run what a file carries
+        path = unusable[0]
+        print(f"error: {path} cannot be resumed: {read_checkpoint(path, args.trust_checkpoint)[1]}"
+              f"{f' (and {len(unusable) - 1} more checkpoint files)' if len(unusable) > 1 else ''}; the run directory "
+              "is unchanged; pass --overwrite to start the run again", file=sys.stderr)
+        sys.exit(EXIT_INVALID_CONFIG)
+    checkpoints = group_checkpoints([run.run_dirs[seed] for seed in seeds], args.trust_checkpoint)
+    if checkpoints is None:
+        for seed in seeds:  # leftovers of an earlier attempt that never wrote a checkpoint
+            for name in os.listdir(run.run_dirs[seed]):
+                if name in ("evaluations.csv", "plasticity.csv", "states.npz") or name.startswith("events.out.tfevents"):
+                    os.remove(os.path.join(run.run_dirs[seed], name))
+        run.raw_obs = run.env.reset(None, [seed + i for seed in seeds for i in range(args.num_envs)]).reshape(
+            len(seeds), args.num_envs, run.obs_dim)
+        run.obs_rms.update(run.raw_obs)
+    else:
+        run.raw_obs = None
+        run.load(checkpoints)
+        for k, seed in enumerate(seeds):
+            for name in ("evaluations.csv", "plasticity.csv"):
+                truncate_csv(os.path.join(run.run_dirs[seed], name), run.global_step)
+            states_path = os.path.join(run.run_dirs[seed], "states.npz")
+            if args.save_states and os.path.exists(states_path):
+                with np.load(states_path) as saved:
+                    keep = saved["global_steps"] <= run.global_step
+                    run.saved_states[k] = [saved["observations"][keep]]
+                    run.saved_state_steps[k] = [saved["global_steps"][keep]]
+    run.env.set_task(None, run.task_index)
+    return checkpoints is not None
+
+
+def open_outputs(run: Run, resumed: bool) -> None:
+    """Each seed's config.json, W&B (--track), TensorBoard writer (a resumed run purges the points logged after its
+    checkpoint), evaluations.csv and plasticity.csv (appended to)."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    args, seeds = run.args, run.seeds
+    for seed in seeds:
+        with open(os.path.join(run.run_dirs[seed], "config.json"), "w") as f:
+            json.dump({"args": run.config_args[seed], "script": os.path.basename(__file__), "method": method_name(args),
+                       "run_name": run.run_names[seed], "num_tasks": run.num_tasks, "total_steps": run.total_steps,
+                       "schedule": [str(p) for p in run.schedule[: run.num_tasks]], **run_metadata()}, f, indent=2)
+    if args.track:  # one seed (validate_args); before the SummaryWriters, which wandb's TensorBoard sync patches
+        start_wandb(args, run.run_dirs[seeds[0]], run.run_names[seeds[0]], run.config_args[seeds[0]])
+    run.writers = [SummaryWriter(run.run_dirs[seed], purge_step=run.global_step if resumed else None)
+                   for seed in seeds]
+    if not resumed:
+        for seed, writer in zip(seeds, run.writers):
+            writer.add_text("hyperparameters", "|param|value|\n|-|-|\n" + "\n".join(
+                f"|{k}|{v}|" for k, v in run.config_args[seed].items()))
+    evaluation_header = ["global_step", "task", "episodes", "return_mean", "return_std", "return_min", "return_max"]
+    run.evaluations_logs = [CsvLog(os.path.join(run.run_dirs[seed], "evaluations.csv"), evaluation_header)
+                            for seed in seeds]
+    run.plasticity_logs = [CsvLog(os.path.join(run.run_dirs[seed], "plasticity.csv"),
+                                  ["global_step", "task", "network", "effective_rank", "stable_rank", "dormant_percent"])
+                           for seed in seeds]
+    # the last evaluation of each seed, shown on the progress bar (after a resume: the last row already logged)
+    run.last_eval_return = np.array([last_logged_return(os.path.join(run.run_dirs[seed], "evaluations.csv"))
+                                     for seed in seeds], dtype=float)
+
+
+def print_header(run: Run, notes: tuple, resumed: bool) -> None:
+    """What runs where: method, setting, schedule, seeds, device, threads, the method's notes, the directories."""
+    args, seeds, device = run.args, run.seeds, run.device
+    print(f"{method_name(args)} on {args.env_id} {args.experiment}"
+          f"{'' if args.experiment == 'none' else '/' + args.strategy}: {run.num_tasks} task(s) x "
+          f"{args.steps_per_task} steps, seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds))} on {device}"
+          f"{'' if device.type == 'cuda' or not torch.cuda.is_available() else ' (CUDA from --num-seeds ' + str(CUDA_MIN_SEEDS) + ' or with --cuda)'}")
+    print(f"  task schedule: {'; '.join(run.env.task_description(i) for i in range(run.num_tasks))}")
+    print(f"  simulations: {run.env.num_sims} training on {run.env.nthread} thread(s), {run.eval_env.num_sims} "
+          f"evaluation on {run.eval_env.nthread}")
+    for note in notes:
+        print(f"  {note}")
+    for seed in seeds:
+        print(f"  writes {run.run_dirs[seed]}")
+    if resumed:
+        for seed in seeds:
+            print(f"resuming {run.run_dirs[seed]} from global_step {run.global_step} (task {run.task_index})")
+
+
+def start_session(run: Run, resumed: bool) -> None:
+    """This process's session: the stop signals, the rollout buffers, the evaluations and checkpoints still due,
+    the clocks and the progress bar; evaluates step 0 of a fresh run."""
+    from tqdm import tqdm
+
+    args, num_seeds = run.args, len(run.seeds)
+    # SIGTERM (SLURM preemption) and SIGINT (Ctrl-C) stop the run at the next update boundary with a checkpoint
+    run.stop_signal = []
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda received, frame: run.stop_signal.append(received))
+
+    # Rollout buffers live on the CPU during the rollout (one copy to the device per update), (seeds, T, envs, ...)
+    shape = (num_seeds, args.num_steps, args.num_envs)
+    run.buffers = SimpleNamespace(
+        obs=np.zeros((*shape, run.obs_dim), np.float32), next_obs=np.zeros((*shape, run.obs_dim), np.float32),
+        actions=np.zeros((*shape, run.action_dim), np.float32), rewards=np.zeros(shape, np.float32),
+        raw_rewards=np.zeros(shape, np.float32),
+        terminations=np.zeros(shape, np.float32), dones=np.zeros(shape, np.float32))
+    run.seed_rows = torch.arange(num_seeds, device=run.device)[:, None]  # gathers each seed's own minibatch
+
+    run.eval_points = [s for s in evaluation_steps(args.steps_per_task, run.num_tasks, args.eval_frequency)
+                       if s > run.global_step]
+    run.session_start, run.session_start_step = time.perf_counter(), run.global_step
+    run.session_timers_start = dict(run.timers)
+    run.wall_mark = run.session_start
+    # tqdm's bar (disable=None) is off when stderr is not a terminal; the log lines then carry the progress
+    run.log_progress = not sys.stderr.isatty()
+    run.progress_mark = (run.session_start, run.global_step)
+    if not resumed:
+        evaluate(run, 0)
+    run.progress = tqdm(total=run.total_steps, initial=run.global_step, unit="step", dynamic_ncols=True, disable=None)
+    run.obs = network_input(run.obs_rms, run.raw_obs, args)
+    run.next_checkpoint = run.global_step + args.checkpoint_frequency if args.checkpoint_frequency else math.inf
+
+
+def wandb_run_id(run_dir: str) -> str:
+    """The W&B run id of a run directory, kept in wandb_id.txt so that a resumed run continues the same W&B run.
+    Made here (8 random lowercase letters and digits, W&B's own id format) and written atomically: a start that
+    fails later never leaves an empty or partial id behind; an unusable file (empty, or not such an id) is
+    replaced."""
+    import secrets
+    import string
+
+    path = os.path.join(run_dir, "wandb_id.txt")
+    if os.path.exists(path):
+        with open(path) as f:
+            wandb_id = f.read().strip()
+        if wandb_id and all(c.isalnum() or c in "-_" for c in wandb_id):
+            return wandb_id
+    alphabet = string.ascii_lowercase + string.digits
+    wandb_id = "".join(secrets.choice(alphabet) for _ in range(8))
+    atomic_write_bytes(path, lambda f: f.write(wandb_id.encode()))
+    return wandb_id
+
+
+def start_wandb(args: Args, run_dir: str, run_name: str, config: dict) -> None:
+    """--track: one W&B run per run directory (resumed under the same id), mirroring its TensorBoard logs."""
+    import wandb
+
+    wandb.init(project=args.wandb_project_name, entity=args.wandb_entity, sync_tensorboard=True, config=config,
+               name=run_name, id=wandb_run_id(run_dir), resume="allow", dir=run_dir,
+               group=f"{args.experiment}/{args.env_id}/{args.strategy}", job_type=method_name(args))
+
+
+def finish_run(run: Run) -> int:
+    """After the last iteration: the final checkpoint (the networks for scripts/evaluate.py) and each seed's
+    summary.json when the run finished; logs closed. Returns the exit code."""
+    run.progress.close()
+    timers, seeds = run.timers, run.seeds
+    timers["wall"] += time.perf_counter() - run.wall_mark
+    train_time = timers["wall"] - timers["eval"] - timers["plasticity"]
+    if run.exit_code == 0:
+        write_checkpoint(run)
+        for k, seed in enumerate(seeds):
+            summary = {"status": "finished", "global_step": run.global_step,
+                       "train_sps": run.global_step / max(train_time, 1e-9), "wall_time_s": timers["wall"],
+                       "train_time_s": train_time, "eval_time_s": timers["eval"],
+                       "plasticity_time_s": timers["plasticity"], "nonfinite_skips": int(run.nonfinite_skips_total[k]),
+                       "num_seeds": len(seeds), "group_train_sps": len(seeds) * run.global_step / max(train_time, 1e-9),
+                       "device": run.device.type}
+            with open(os.path.join(run.run_dirs[seed], "summary.json"), "w") as f:
+                json.dump(summary, f, indent=2)
+        print(f"finished {', '.join(run.run_dirs[seed] for seed in seeds)}: {run.global_step} steps per seed, train "
+              f"SPS {summary['group_train_sps']:.0f} ({summary['train_sps']:.0f} per seed), eval {timers['eval']:.1f} s")
+    for log in run.evaluations_logs + run.plasticity_logs:
+        log.close()
+    for writer in run.writers:
+        writer.close()
+    if run.args.track:
+        import wandb
+
+        wandb.finish()
+    return run.exit_code
+
+
+# ---- The command line ----
+
+
+def validate_args(args: Args) -> None:
+    """Reject a bad configuration up front, with a message that names the flag and the valid range (the shared
+    checks, then the method's own: validate_method)."""
+    from typing import get_args, get_origin
+
+    nonstationary_envs.validate_setting(args.env_id, args.experiment, args.strategy, args.friction_mode)
+    for field in dataclasses.fields(Args):  # tyro checks a Literal flag's choices on the command line, this in Python
+        value, choices = getattr(args, field.name), get_args(field.type) if get_origin(field.type) is Literal else ()
+        if choices and value not in choices:
+            raise ValueError(f"--{field.name.replace('_', '-')} must be one of {', '.join(choices)}, got {value!r}")
+    schedule_length = len(nonstationary_envs.task_schedule(args.env_id, args.experiment, args.strategy))
+    missing = [name for name in METHOD_FUNCTIONS if not callable(globals().get(name))]
+    missing += [f"Args.{name}" for name in METHOD_ARGS if name not in {field.name for field in dataclasses.fields(Args)}]
+    if missing:
+        raise ValueError(f"the method above the marker lacks {', '.join(missing)}, which the plumbing uses (the "
+                         "contract in the marker comment)")
+    positive = ["steps_per_task", "num_steps", "num_envs", "minibatch_size", "eval_frequency", "eval_episodes",
+                "max_episode_steps", "max_nonfinite_skips", "save_states_every", "plasticity_states", "torch_threads",
+                "num_seeds"]
+    for name in positive:
+        if getattr(args, name) < 1:
+            raise ValueError(f"--{name.replace('_', '-')} must be a positive integer, got {getattr(args, name)}")
+    if not 0 <= args.num_tasks <= schedule_length:
+        raise ValueError(f"--num-tasks must be in [0, {schedule_length}] for {args.experiment}/{args.strategy} "
+                         f"(0 = all {schedule_length} tasks), got {args.num_tasks}")
+    if args.env_threads < 0:
+        raise ValueError(f"--env-threads must be >= 0 (0 = the CPUs this process may use), got {args.env_threads}")
+    if args.checkpoint_frequency < 0:
+        raise ValueError(f"--checkpoint-frequency must be >= 0 (0 = only at task ends), got {args.checkpoint_frequency}")
+    batch_size = args.num_steps * args.num_envs
+    if batch_size % args.minibatch_size != 0:
+        raise ValueError(f"--minibatch-size {args.minibatch_size} must divide num_steps * num_envs = {batch_size}")
+    for name in ("steps_per_task", "eval_frequency"):
+        if getattr(args, name) % args.num_envs != 0:
+            raise ValueError(f"--{name.replace('_', '-')} must be a multiple of --num-envs {args.num_envs}")
+    if not args.max_grad_norm > 0 or not args.normalization_clip > 0:
+        raise ValueError("--max-grad-norm and --normalization-clip must be > 0")
+    if not args.include_cfrc_ext_in_observation and args.env_id != "Ant-v5":
+        raise ValueError(f"--no-include-cfrc-ext-in-observation applies to Ant-v5 only ({args.env_id}'s observation "
+                         "has no contact forces)")
+    if args.num_seeds > 1:
+        if args.run_dir is not None and "{seed}" not in args.run_dir:
+            raise ValueError(f"--run-dir must contain {{seed}} with --num-seeds {args.num_seeds} (each seed writes its "
+                             f"own run directory), e.g. --run-dir runs/my_run/seed{{seed}}")
+        if args.track:
+            raise ValueError("--track logs one run per process: use --num-seeds 1, or `wandb sync` the seeds' run "
+                             "directories afterwards")
+    validate_method(args)
+
+
+def foreign_flag_error(argv: list) -> Optional[str]:
+    """A short error for a flag this script does not have, naming the sibling script that has it (tyro would
+    only say "Unrecognized options"); None when every flag is this script's."""
+    known = {"help", "h"}
+    for field in dataclasses.fields(Args):
+        name = field.name.replace("_", "-")
+        known |= {name, f"no-{name}"}
+    here = os.path.dirname(os.path.abspath(__file__))
+    for token in argv:
+        if not token.startswith("--") or token[2:].split("=")[0].replace("_", "-") in known:
+            continue
+        flag = token.split("=")[0]
+        field = flag[2:].removeprefix("no-").replace("-", "_")
+        owners = []
+        for script in sorted(os.listdir(here)):
+            if script.endswith("_continuous.py") and script != os.path.basename(__file__):
+                with open(os.path.join(here, script)) as f:
+                    if f"\n    {field}: " in f.read():
+                        owners.append(script)
+        where = f"it belongs to {' and '.join(owners)}" if owners else "no script of this repository has it"
+        return f"{flag} is not a flag of {os.path.basename(__file__)}; {where} (`--help` lists this script's flags)"
+    return None
+
+
+def parse_args(argv: list) -> Args:
+    """The command line as Args, validated: tyro's parser, a short error (exit 2) for another script's flag or a
+    bad value, and a quiet exit when stdout closes early (`--help | head`), as command-line tools do."""
+    import tyro
+
+    error = foreign_flag_error(argv)
+    if error:
+        print(f"error: {error}", file=sys.stderr)
+        sys.exit(EXIT_INVALID_CONFIG)
+    tyro_errors = io.StringIO()
+    try:
+        try:
+            with contextlib.redirect_stderr(tyro_errors):
+                args = tyro.cli(Args, args=argv)
+        finally:
+            sys.stdout.flush()
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing more may reach the closed pipe
+        sys.exit(0)
+    except SystemExit as exit_status:
+        if exit_status.code in (0, None):
+            raise
+        # tyro's error is a box of several lines: keep its message, on one line
+        lines = [line.strip("╭╮╰╯│ ") for line in tyro_errors.getvalue().splitlines()[1:]]
+        message = " ".join(itertools.takewhile(lambda line: not set(line) <= set("─"), lines))
+        print(f"error: {' '.join(message.split())} (`--help` lists the flags)", file=sys.stderr)
+        sys.exit(EXIT_INVALID_CONFIG)
+    try:
+        validate_args(args)
+    except ValueError as error:
+        print(f"error: {error}", file=sys.stderr)
+        sys.exit(EXIT_INVALID_CONFIG)
+    return args
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
