@@ -19,9 +19,9 @@ FINGERPRINT = {
     "plasticity.csv": "global_step,task,network,rank\n0,0,critic,64\n",
     "checkpoint": {"actor": {"0.weight": DIGEST, "0.bias": DIGEST}, "env_states": [{"qpos": DIGEST}], "format": 3},
 }
-# the five scripts of the reference commit aa9ecc08 (a move of REFERENCE_COMMIT may change this list)
+# the seven scripts of the reference commit 363535a (a move of REFERENCE_COMMIT may change this list)
 REFERENCE_SCRIPTS = ["cb_continuous.py", "eppo_continuous.py", "pfo_continuous.py", "ppo_continuous.py",
-                     "ppo_drnd_continuous.py"]
+                     "ppo_drnd_continuous.py", "ppo_redo_continuous.py", "ppo_snp_continuous.py"]
 needs_reference = pytest.mark.skipif(not golden_outputs.reference_available(),
                                      reason="REFERENCE_COMMIT is not in this clone's history (git fetch --unshallow)")
 
