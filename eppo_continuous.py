@@ -139,6 +139,11 @@ class Args:
     evidence_transform: Literal["softplus", "exp"] = "softplus"
     """the positivity transform of the head's nu, alpha - 1, beta outputs (the paper does not name one)"""
 
+    def __post_init__(self):
+        # EPPO: without --kappa, the paper's kappa for the setting (default_kappa; config.json stores the value)
+        if self.kappa is None:
+            self.kappa = default_kappa(self)[0]
+
     # ---- The run's settings, the same in every script (scripts/sync_plumbing.py copies them) ----
     exp_name: str = os.path.basename(__file__)[: -len(".py")]
     """the name of this experiment (part of the default run directory)"""
@@ -240,6 +245,12 @@ def default_kappa(args: Args, kappa_csv: str = PAPER_KAPPA_CSV) -> tuple[float, 
     return FALLBACK_KAPPA, "the paper selected none for this setting; --kappa sets it"
 
 
+def kappa_note(args: Args) -> str:
+    """EPPO: the run header's note on kappa: its value and where it comes from (the paper's table, or --kappa)."""
+    paper_kappa, source = default_kappa(args)
+    return f"kappa {args.kappa:g} ({source if args.kappa == paper_kappa else '--kappa'})"
+
+
 def validate_method(args: Args) -> None:
     """The method's own checks of its flags, after the shared ones (which check the fields the plumbing reads):
     raise ValueError naming the flag and its valid range."""
@@ -260,9 +271,9 @@ def validate_method(args: Args) -> None:
     if args.target_kl is not None and args.num_seeds > 1:
         raise ValueError("--target-kl stops the update epochs of the whole process: use --num-seeds 1 with it")
     # EPPO: the critic's and the UCB's settings
-    if args.kappa is not None and not (math.isfinite(args.kappa) and args.kappa >= 0):
+    if not (math.isfinite(args.kappa) and args.kappa >= 0):
         raise ValueError(f"--kappa must be a finite number >= 0 (the UCB radius of Eq. ucb), got {args.kappa}")
-    if args.variant == "mean" and args.kappa not in (None, 0):
+    if args.variant == "mean" and args.kappa != 0:
         raise ValueError(f"--kappa must be 0 with --variant mean (EPPO_mean has no advantage variance, so there is "
                          f"no confidence bound to add), got {args.kappa}; use --variant cor or ind for a bonus")
     if args.variant != "mean" and args.gae_lambda == 0:
@@ -721,11 +732,7 @@ def set_learning_rate(run, args: Args) -> None:
 
 def main(argv: list) -> int:
     args = parse_args(argv)
-    kappa_source = "--kappa"  # EPPO: without --kappa, the paper's kappa for the setting (config.json stores it)
-    if args.kappa is None:
-        kappa, kappa_source = default_kappa(args)
-        args = dataclasses.replace(args, kappa=kappa)
-    run = start_run(args, argv, notes=[f"kappa {args.kappa:g} ({kappa_source})"])  # EPPO: + the kappa used
+    run = start_run(args, argv, notes=[kappa_note(args)])  # EPPO: + the kappa used and where it comes from
     while run.iterating():  # False when the run is done or must stop (signal, too many non-finite steps)
         set_learning_rate(run, args)
         rollout = collect_rollout(run)  # evaluates, changes tasks and logs episodes on the way
