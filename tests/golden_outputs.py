@@ -15,6 +15,7 @@ recorded on one machine, and skip on a machine whose CPU capability differs (`gi
 an AVX-512 CPU, ATEN_CPU_CAPABILITY=avx2 MKL_ENABLE_INSTRUCTIONS=AVX2 also reproduced the AVX2 files' digests):
 
     python tests/golden_outputs.py          # (re)record tests/golden/*.json from REFERENCE_COMMIT's scripts
+    python tests/golden_outputs.py --commit C   # another reference commit's, into tests/golden/<C[:10]>/
     python tests/golden_outputs.py --update-keys env_states format   # re-record these checkpoint entries only,
                                             # after checking that everything else is still bit for bit the same
 """
@@ -33,18 +34,26 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tiny_run import METHOD_EVENT_FLAGS, REPO_ROOT, run_script  # noqa: E402
+from tiny_run import REPO_ROOT, run_script, two_seed_flags  # noqa: E402
 
 # The commit whose outputs the work tree must reproduce bit for bit. A deliberate change of outputs moves it to
 # the commit that made the change, with the reason in the commit message that moves it.
 # 363535a (issue 31): the first commit with ppo_redo and ppo_snp, whose five older scripts are byte for byte those of
 # ae9ef78, where they reproduced the previous reference aa9ecc08 bit for bit; now every script is guarded.
 REFERENCE_COMMIT = "363535aba3a0acb026ace0c0a799070df1671c3e"
+# The defaults before issue 29 (Ant), spelled out as flags, and the last commit whose defaults they were: with these
+# flags the work tree's scripts reproduce that commit's tiny runs bit for bit, wherever the defaults move
+# (tests/test_all_scripts.py::test_the_previous_defaults_are_one_set_of_flags_away; docs/reproduction.md). The tiny
+# flags set --minibatch-size themselves; the previous default was 256.
+PREVIOUS_DEFAULTS_COMMIT = "363535aba3a0acb026ace0c0a799070df1671c3e"
+PREVIOUS_DEFAULT_FLAGS = ("--hidden-dim", "256", "--activation", "relu", "--layer-norm", "affine", "--init", "orthogonal",
+                          "--policy-head-gain", "0.01", "--log-std-init", "0.0", "--log-std-max", "None",
+                          "--learn-log-std", "--norm-obs", "--norm-reward", "--no-joint-optimizer", "--no-anneal-lr")
 GOLDEN_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "golden")
 CACHE_DIR = os.path.join(REPO_ROOT, ".golden_cache")
-# The --num-seeds 2 runs add tiny_run.METHOD_EVENT_FLAGS: CB replaces units and ReDo recycles them within the tiny
-# run only with them (their code paths are then part of the fingerprint). The --num-seeds 1 runs use the tiny flags
-# alone (test_all_scripts' finished_run).
+# The --num-seeds 2 runs are tiny_run.two_seed_flags' (with METHOD_EVENT_FLAGS: CB replaces units and ReDo recycles
+# them within the tiny run only with them, so their code paths are part of the fingerprint). The --num-seeds 1 runs
+# use the tiny flags alone (test_all_scripts' finished_run).
 NUM_SEEDS = (1, 2)
 # checkpoint entries that are not outputs of the computation (wall-clock timers, the command line with its run_dir,
 # the file's layout: format 4 stores the numpy arrays as tensors, listed under numpy_arrays, with the same digests)
@@ -153,15 +162,18 @@ def without(fingerprints: dict, keys) -> dict:
             for seed, run in fingerprints.items()}
 
 
-def golden_path(script: str, num_seeds: int) -> str:
-    return os.path.join(GOLDEN_DIR, f"{script[: -len('.py')]}_k{num_seeds}.json")
+def golden_path(script: str, num_seeds: int, commit: str = REFERENCE_COMMIT) -> str:
+    """tests/golden/<script>_k<n>.json for REFERENCE_COMMIT, tests/golden/<commit[:10]>/... for another commit."""
+    directory = GOLDEN_DIR if commit == REFERENCE_COMMIT else os.path.join(GOLDEN_DIR, commit[:10])
+    return os.path.join(directory, f"{script[: -len('.py')]}_k{num_seeds}.json")
 
 
 def run_fingerprints(script: str, num_seeds: int, work_dir, repo_root=REPO_ROOT) -> dict:
     """Run the tiny configuration of ``script`` (from ``repo_root``) with seeds 1..num_seeds; each seed's
     fingerprint."""
     run_dir = os.path.join(str(work_dir), "seed{seed}")
-    extra = ["--num-seeds", num_seeds, *(METHOD_EVENT_FLAGS.get(script, []) if num_seeds > 1 else [])]
+    assert num_seeds in NUM_SEEDS, num_seeds
+    extra = two_seed_flags(script) if num_seeds == 2 else []
     result = run_script(script, run_dir, *extra, repo_root=repo_root)
     if result.returncode != 0:
         raise RuntimeError(f"{script} (in {repo_root}) failed:\n{result.stderr[-3000:]}")
@@ -174,49 +186,50 @@ def _git(repo_root, *args) -> subprocess.CompletedProcess:
     return subprocess.run(["git", "-C", str(repo_root), *args], capture_output=True, timeout=120)
 
 
-def reference_available(repo_root=REPO_ROOT) -> bool:
-    """Whether REFERENCE_COMMIT is in the clone's history (not in a shallow clone cut above it, nor in a copy
-    without .git)."""
+def reference_available(repo_root=REPO_ROOT, commit: str = REFERENCE_COMMIT) -> bool:
+    """Whether ``commit`` is in the clone's history (not in a shallow clone cut above it, nor in a copy without
+    .git)."""
     try:
-        return _git(repo_root, "cat-file", "-e", f"{REFERENCE_COMMIT}^{{commit}}").returncode == 0
+        return _git(repo_root, "cat-file", "-e", f"{commit}^{{commit}}").returncode == 0
     except (OSError, subprocess.SubprocessError):
         return False
 
 
-def reference_scripts(repo_root=REPO_ROOT) -> list:
-    """The top-level *_continuous.py files of REFERENCE_COMMIT (the scripts that have a reference)."""
-    listing = _git(repo_root, "ls-tree", "--name-only", REFERENCE_COMMIT)
+def reference_scripts(repo_root=REPO_ROOT, commit: str = REFERENCE_COMMIT) -> list:
+    """The top-level *_continuous.py files of ``commit`` (the scripts that have a reference)."""
+    listing = _git(repo_root, "ls-tree", "--name-only", commit)
     if listing.returncode != 0:
-        raise RuntimeError(f"git ls-tree {REFERENCE_COMMIT}: {listing.stderr.decode()[-500:]}")
+        raise RuntimeError(f"git ls-tree {commit}: {listing.stderr.decode()[-500:]}")
     return sorted(name for name in listing.stdout.decode().splitlines() if name.endswith(SCRIPT_SUFFIX))
 
 
-def recorded_scripts() -> list:
+def recorded_scripts(commit: str = REFERENCE_COMMIT) -> list:
     """The scripts with recorded fingerprints in tests/golden (the fallback without the reference commit)."""
-    return sorted(name[: -len("_k1.json")] + ".py" for name in os.listdir(GOLDEN_DIR) if name.endswith("_k1.json"))
+    directory = os.path.dirname(golden_path("x.py", 1, commit))
+    return sorted(name[: -len("_k1.json")] + ".py" for name in os.listdir(directory) if name.endswith("_k1.json"))
 
 
-def golden_scripts(repo_root=REPO_ROOT) -> list:
-    """The scripts the golden tests compare: those of the reference commit, or, without it, the recorded ones."""
-    return reference_scripts(repo_root) if reference_available(repo_root) else recorded_scripts()
+def golden_scripts(repo_root=REPO_ROOT, commit: str = REFERENCE_COMMIT) -> list:
+    """The scripts the golden tests compare: those of ``commit``, or, without it, the recorded ones."""
+    return reference_scripts(repo_root, commit) if reference_available(repo_root, commit) else recorded_scripts(commit)
 
 
-def export_reference(destination, repo_root=REPO_ROOT) -> None:
-    """REFERENCE_COMMIT's files into ``destination`` (git archive: the work tree and the index stay untouched)."""
-    archive = _git(repo_root, "archive", "--format=tar", REFERENCE_COMMIT)
+def export_reference(destination, repo_root=REPO_ROOT, commit: str = REFERENCE_COMMIT) -> None:
+    """``commit``'s files into ``destination`` (git archive: the work tree and the index stay untouched)."""
+    archive = _git(repo_root, "archive", "--format=tar", commit)
     if archive.returncode != 0:
-        raise RuntimeError(f"git archive {REFERENCE_COMMIT}: {archive.stderr.decode()[-500:]}")
+        raise RuntimeError(f"git archive {commit}: {archive.stderr.decode()[-500:]}")
     with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
         # filter="data" (Python >= 3.11.4) refuses members outside destination; the commit is ours anyway
         tar.extractall(destination, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
 
 
-def cache_path(script: str, num_seeds: int) -> str:
+def cache_path(script: str, num_seeds: int, commit: str = REFERENCE_COMMIT) -> str:
     """.golden_cache/<commit>/<cpu capability>-torch<version>-<hash of environment()>/<script>_k<n>.json"""
     env = environment()
     key = hashlib.sha256(json.dumps(env, sort_keys=True).encode()).hexdigest()[:12]
     directory = f"{env['cpu_capability']}-torch{env['torch']}-{key}"
-    return os.path.join(CACHE_DIR, REFERENCE_COMMIT, directory, f"{script[: -len('.py')]}_k{num_seeds}.json")
+    return os.path.join(CACHE_DIR, commit, directory, f"{script[: -len('.py')]}_k{num_seeds}.json")
 
 
 def write_json_atomically(path: str, content: dict) -> None:
@@ -227,10 +240,10 @@ def write_json_atomically(path: str, content: dict) -> None:
     os.replace(f.name, path)
 
 
-def reference_fingerprints(script: str, num_seeds: int, repo_root=REPO_ROOT) -> dict:
-    """The fingerprints of REFERENCE_COMMIT's ``script`` on this machine: from the cache, or run once (a few
-    seconds) from an exported copy of the commit and cached."""
-    path = cache_path(script, num_seeds)
+def reference_fingerprints(script: str, num_seeds: int, repo_root=REPO_ROOT, commit: str = REFERENCE_COMMIT) -> dict:
+    """The fingerprints of ``commit``'s ``script`` on this machine: from the cache, or run once (a few seconds)
+    from an exported copy of the commit and cached."""
+    path = cache_path(script, num_seeds, commit)
     try:
         with open(path) as f:
             return json.load(f)["seeds"]
@@ -238,9 +251,9 @@ def reference_fingerprints(script: str, num_seeds: int, repo_root=REPO_ROOT) -> 
         pass
     with tempfile.TemporaryDirectory(prefix="golden-reference-") as tmp:
         source = os.path.join(tmp, "source")
-        export_reference(source, repo_root)
+        export_reference(source, repo_root, commit)
         seeds = run_fingerprints(script, num_seeds, os.path.join(tmp, "run"), repo_root=source)
-    write_json_atomically(path, {"commit": REFERENCE_COMMIT, "environment": environment(), "seeds": seeds})
+    write_json_atomically(path, {"commit": commit, "environment": environment(), "seeds": seeds})
     return seeds
 
 
@@ -248,18 +261,19 @@ class GoldenUnavailable(Exception):
     """No reference for this machine (the message says why and how to get one): the golden test skips."""
 
 
-def expected_fingerprints(script: str, num_seeds: int, repo_root=REPO_ROOT) -> dict:
-    """What the work tree's tiny run of ``script`` must reproduce on this machine: REFERENCE_COMMIT's fingerprints,
-    or, when the clone lacks that commit, tests/golden's if they were recorded on a machine like this one."""
-    if reference_available(repo_root):
-        return reference_fingerprints(script, num_seeds, repo_root)
-    with open(golden_path(script, num_seeds)) as f:
+def expected_fingerprints(script: str, num_seeds: int, repo_root=REPO_ROOT, commit: str = REFERENCE_COMMIT) -> dict:
+    """What the work tree's tiny run of ``script`` must reproduce on this machine: ``commit``'s fingerprints (by
+    default REFERENCE_COMMIT's), or, when the clone lacks that commit, tests/golden's if they were recorded on a
+    machine like this one."""
+    if reference_available(repo_root, commit):
+        return reference_fingerprints(script, num_seeds, repo_root, commit)
+    with open(golden_path(script, num_seeds, commit)) as f:
         recorded = json.load(f)
-    if recorded.get("commit", REFERENCE_COMMIT) != REFERENCE_COMMIT:
-        raise GoldenUnavailable(f"{golden_path(script, num_seeds)} was recorded at {recorded['commit'][:10]}, not "
-                                f"at REFERENCE_COMMIT {REFERENCE_COMMIT[:10]}: re-record it (python tests/golden_outputs.py)")
+    if recorded.get("commit", commit) != commit:
+        raise GoldenUnavailable(f"{golden_path(script, num_seeds, commit)} was recorded at {recorded['commit'][:10]}, "
+                                f"not at {commit[:10]}: re-record it (python tests/golden_outputs.py)")
     if recorded["machine"] != machine():
-        raise GoldenUnavailable(f"REFERENCE_COMMIT {REFERENCE_COMMIT[:10]} is not in this clone's history (run "
+        raise GoldenUnavailable(f"the reference commit {commit[:10]} is not in this clone's history (run "
                                 f"`git fetch --unshallow`), and tests/golden/ was recorded on {recorded['machine']}, "
                                 f"this machine is {machine()}")
     return without(recorded["seeds"], UNCOMPARED_KEYS)  # recorded before an entry became uncompared (format)
@@ -268,28 +282,32 @@ def expected_fingerprints(script: str, num_seeds: int, repo_root=REPO_ROOT) -> d
 if __name__ == "__main__":
     import argparse
 
-    parser = argparse.ArgumentParser(description="record REFERENCE_COMMIT's golden outputs into tests/golden "
+    parser = argparse.ArgumentParser(description="record a reference commit's golden outputs into tests/golden "
                                                  "(the fallback for clones without that commit)")
     parser.add_argument("scripts", nargs="*", help="only these scripts (default: every one of the reference commit)")
     parser.add_argument("--update-keys", nargs="+", default=None,
                         help="re-record only these checkpoint entries; every other output must be unchanged")
+    parser.add_argument("--commit", default=REFERENCE_COMMIT,
+                        help="the commit to record (default REFERENCE_COMMIT; PREVIOUS_DEFAULTS_COMMIT's files go to "
+                             "tests/golden/<commit[:10]>/ once the reference has moved past it)")
     options = parser.parse_args()
-    if not reference_available():
-        sys.exit(f"error: REFERENCE_COMMIT {REFERENCE_COMMIT} is not in this clone's history (git fetch --unshallow)")
-    os.makedirs(GOLDEN_DIR, exist_ok=True)
+    if not reference_available(commit=options.commit):
+        sys.exit(f"error: {options.commit} is not in this clone's history (git fetch --unshallow)")
     with tempfile.TemporaryDirectory(prefix="golden-reference-") as source:
-        export_reference(source)
-        for script in options.scripts or reference_scripts():
+        export_reference(source, commit=options.commit)
+        for script in options.scripts or reference_scripts(commit=options.commit):
             for num_seeds in NUM_SEEDS:
+                path = golden_path(script, num_seeds, options.commit)
                 with tempfile.TemporaryDirectory() as work_dir:
                     seeds = run_fingerprints(script, num_seeds, work_dir, repo_root=source)
                 if options.update_keys:
-                    with open(golden_path(script, num_seeds)) as f:
+                    with open(path) as f:
                         recorded = json.load(f)["seeds"]
                     changed = differences(without(seeds, options.update_keys), without(recorded, options.update_keys))
                     if changed:
                         sys.exit(f"error: {script} --num-seeds {num_seeds}: " + "; ".join(changed))
-                with open(golden_path(script, num_seeds), "w") as f:
-                    json.dump({"commit": REFERENCE_COMMIT, "machine": machine(), "seeds": seeds}, f, indent=1,
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                with open(path, "w") as f:
+                    json.dump({"commit": options.commit, "machine": machine(), "seeds": seeds}, f, indent=1,
                               sort_keys=True)
-                print(f"recorded {golden_path(script, num_seeds)}")
+                print(f"recorded {path}")

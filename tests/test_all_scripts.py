@@ -18,7 +18,7 @@ import torch
 
 import golden_outputs
 from tiny_run import (METHOD_EVENT_FLAGS, REPO_ROOT, TINY_EVALUATION_STEPS, TINY_FLAGS, load_checkpoint_file, read_csv,
-                      run_script, run_until_checkpoint_then_stop, start_script, wait_for)
+                      run_script, run_until_checkpoint_then_stop, start_script, two_seed_flags, wait_for)
 
 # as scripts.sync_plumbing, not with scripts/ on sys.path: there scripts/coverage.py would shadow the `coverage`
 # package that numba (imported by umap in tests/test_coverage.py) probes for
@@ -77,14 +77,6 @@ def test_rerun_of_a_finished_run_exits_at_once(finished_run):
     assert read_csv(os.path.join(run_dir, "evaluations.csv")) == before
 
 
-def test_same_seed_gives_identical_evaluations(finished_run, tmp_path):
-    script, run_dir = finished_run
-    result = run_script(script, tmp_path / "again")
-    assert result.returncode == 0, result.stderr[-3000:]
-    with open(run_dir / "evaluations.csv") as a, open(tmp_path / "again" / "evaluations.csv") as b:
-        assert a.read() == b.read()
-
-
 def expected_outputs(script: str, num_seeds: int) -> dict:
     """REFERENCE_COMMIT's fingerprints of the tiny run on this machine (golden_outputs.py), or a skip naming why
     there are none (a shallow clone on a machine unlike the one tests/golden was recorded on)."""
@@ -110,11 +102,20 @@ def test_outputs_equal_the_golden_outputs_of_one_seed(finished_run):
     assert_matches_golden({"1": golden_outputs.fingerprint(run_dir)}, expected_outputs(script, 1))
 
 
-@pytest.mark.parametrize("script", GOLDEN_SCRIPTS)
-def test_outputs_equal_the_golden_outputs_of_two_seeds(script, tmp_path):
-    """As above for --num-seeds 2 (seeds 1 and 2 in one process; CB replacing units)."""
-    expected = expected_outputs(script, 2)
-    assert_matches_golden(golden_outputs.run_fingerprints(script, 2, tmp_path), expected)
+@pytest.mark.parametrize("script", [s for s in SCRIPTS if s in golden_outputs.golden_scripts(
+    commit=golden_outputs.PREVIOUS_DEFAULTS_COMMIT)])
+def test_the_previous_defaults_are_one_set_of_flags_away(script, tmp_path):
+    """The defaults before issue 29, given as flags (golden_outputs.PREVIOUS_DEFAULT_FLAGS), reproduce the tiny run
+    of PREVIOUS_DEFAULTS_COMMIT's script bit for bit, so an old result can be rerun whatever the defaults are now."""
+    commit = golden_outputs.PREVIOUS_DEFAULTS_COMMIT
+    try:
+        expected = golden_outputs.expected_fingerprints(script, 1, commit=commit)
+    except golden_outputs.GoldenUnavailable as reason:
+        pytest.skip(str(reason))
+    result = run_script(script, tmp_path / "run", *golden_outputs.PREVIOUS_DEFAULT_FLAGS)
+    assert result.returncode == 0, result.stderr[-3000:]
+    changed = golden_outputs.differences({"1": golden_outputs.fingerprint(tmp_path / "run")}, expected)
+    assert not changed, f"the previous defaults' outputs differ from those of {commit[:10]}:\n" + "\n".join(changed)
 
 
 def test_the_plumbing_block_is_byte_identical_in_every_script():
@@ -162,13 +163,18 @@ def assert_same_seed_outputs(dir_a, dir_b) -> None:
 
 
 @pytest.mark.parametrize("script", SCRIPTS)
-def test_preempted_and_resumed_run_equals_straight_run(script, tmp_path):
-    """SIGTERM mid-run of a two-seed group -> checkpoints + exit 75; re-running resumes both seeds to
-    bit-identical parameters, evaluations and saved states."""
-    flags = ["--checkpoint-frequency", "128", "--steps-per-task", "512", "--save-states", "--save-states-every", "4",
-             "--num-seeds", "2", *METHOD_EVENT_FLAGS.get(script, [])]
-    straight = run_script(script, tmp_path / "straight" / "seed{seed}", *flags)
-    assert straight.returncode == 0, straight.stderr[-3000:]
+def test_two_seed_run_is_golden_resumes_bit_for_bit_and_each_seed_is_independent(script, tmp_path):
+    """One straight run of seeds 1 and 2 in one process (tiny_run.two_seed_flags: the method's events, misaligned
+    slices, checkpoints, saved states), checked three ways:
+    - its outputs are bit for bit those of golden_outputs.REFERENCE_COMMIT's script (the golden outputs of two seeds);
+    - SIGTERM mid-run -> checkpoints + exit 75, and re-running resumes both seeds to bit-identical parameters,
+      evaluations and saved states;
+    - seed 1 is bit for bit the same at position 1 of a group (--seed 0, envs stepped from two threads) and alone
+      (--num-seeds 1): a seed does not depend on the seeds beside it (and two processes of one seed agree)."""
+    flags = two_seed_flags(script)
+    straight = tmp_path / "straight"
+    result = run_script(script, straight / "seed{seed}", *flags)
+    assert result.returncode == 0, result.stderr[-3000:]
 
     interrupted = tmp_path / "interrupted"
     stopped = run_until_checkpoint_then_stop(script, interrupted / "seed{seed}", interrupted / "seed2" / "checkpoint.pt",
@@ -176,37 +182,33 @@ def test_preempted_and_resumed_run_equals_straight_run(script, tmp_path):
     assert stopped.returncode == 75, (stopped.stdout[-2000:], stopped.stderr[-2000:])
     assert not (interrupted / "seed1" / "summary.json").exists()
     stopped_at = load_checkpoint_file(interrupted / "seed1" / "checkpoint.pt")["global_step"]
-    assert 0 < stopped_at < 1024
-
+    assert 0 < stopped_at < 512
     resumed = run_script(script, interrupted / "seed{seed}", *flags)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     for seed in (1, 2):
         assert f"resuming {interrupted / f'seed{seed}'} from global_step {stopped_at}" in resumed.stdout
-        assert_same_seed_outputs(tmp_path / "straight" / f"seed{seed}", interrupted / f"seed{seed}")
+        assert_same_seed_outputs(straight / f"seed{seed}", interrupted / f"seed{seed}")
         # the visited states (--save-states): every 4th training observation, identical after the resume
-        with (np.load(tmp_path / "straight" / f"seed{seed}" / "states.npz") as a,
-              np.load(interrupted / f"seed{seed}" / "states.npz") as b):
-            assert a["observations"].dtype == np.float16 and a["observations"].shape == (1024 // 4, 17)
-            assert np.array_equal(a["global_steps"], np.arange(4, 1025, 4))
+        with np.load(straight / f"seed{seed}" / "states.npz") as a, np.load(interrupted / f"seed{seed}" / "states.npz") as b:
+            assert a["observations"].dtype == np.float16 and a["observations"].shape == (512 // 4, 17)
+            assert np.array_equal(a["global_steps"], np.arange(4, 513, 4))
             assert np.array_equal(a["observations"], b["observations"])
             assert np.array_equal(a["global_steps"], b["global_steps"])
     # the two seeds are different agents
-    with open(interrupted / "seed1" / "evaluations.csv") as a, open(interrupted / "seed2" / "evaluations.csv") as b:
-        assert a.read() != b.read()
+    assert (straight / "seed1" / "evaluations.csv").read_text() != (straight / "seed2" / "evaluations.csv").read_text()
 
-
-@pytest.mark.parametrize("script", SCRIPTS)
-def test_a_seed_does_not_depend_on_the_seeds_beside_it(script, tmp_path):
-    """Seed 1 gives bit-identical evaluations and networks at position 0 of a group of two (--seed 1), at
-    position 1 (--seed 0, envs stepped from two threads) and alone (--num-seeds 1); the odd evaluation count (3)
-    and minibatch (32) put its slices of stacked tensors at misaligned offsets."""
-    flags = ["--eval-episodes", "3", "--minibatch-size", "32", *METHOD_EVENT_FLAGS.get(script, [])]
-    for name, seed, num_seeds, threads in (("first", 1, 2, 1), ("second", 0, 2, 2), ("alone", 1, 1, 1)):
-        result = run_script(script, tmp_path / name / "seed{seed}", "--seed", seed, "--num-seeds", num_seeds,
-                            "--env-threads", threads, *flags)
+    for name, seed, num_seeds, threads in (("second", 0, 2, 2), ("alone", 1, 1, 1)):
+        result = run_script(script, tmp_path / name / "seed{seed}", *flags, "--seed", seed, "--num-seeds", num_seeds,
+                            "--env-threads", threads)
         assert result.returncode == 0, result.stderr[-3000:]
-    assert_same_seed_outputs(tmp_path / "first" / "seed1", tmp_path / "second" / "seed1")
-    assert_same_seed_outputs(tmp_path / "first" / "seed1", tmp_path / "alone" / "seed1")
+        assert_same_seed_outputs(straight / "seed1", tmp_path / name / "seed1")
+
+    # last, as it may skip: the golden outputs (a script new since the reference has none)
+    if script not in GOLDEN_SCRIPTS:
+        pytest.skip(f"{script} is new since {golden_outputs.REFERENCE_COMMIT[:10]}: no reference outputs (the resume "
+                    "and seed-independence checks passed)")
+    assert_matches_golden({str(seed): golden_outputs.fingerprint(straight / f"seed{seed}") for seed in (1, 2)},
+                          expected_outputs(script, 2))
 
 
 @pytest.mark.parametrize("script", SCRIPTS[:1])

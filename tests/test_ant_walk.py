@@ -3,6 +3,7 @@ synthetic outputs with known answers, and the committed table regenerated from t
 
 import csv
 import importlib.util
+import math
 import os
 import subprocess
 import sys
@@ -23,6 +24,8 @@ def load(name: str):
 
 
 collect, analyze = load("collect"), load("analyze")
+sys.path.insert(0, ANT_WALK)  # halfcheetah_check imports analyze as its neighbour
+halfcheetah_check = load("halfcheetah_check")
 
 
 def write_csv(path, header, rows):
@@ -79,6 +82,17 @@ def test_summary_counts_evaluations_above_standing_still(tmp_path, monkeypatch):
     configs = [c for c in analyze.discover() if c[0] == "ours (500k)"]
     (row,) = analyze.summarize(configs, {1: 990.0, 2: 990.0})
     assert row["above"] == "33% (2/6)" and row["first"] == "40k, never" and row["steps"] == 60_000
+
+
+def test_the_halfcheetah_check_is_the_paired_one_sided_t_test_in_closed_form():
+    """Three seeds: differences -2, -1, +6 (mean 1, sd sqrt(19)), t = 1 / (sqrt(19) / sqrt(3)); with 2 degrees of
+    freedom the t distribution's CDF is 1/2 + t / (2 sqrt(2 + t^2)), which is p for "lower than the baseline"."""
+    seeds, difference, p = halfcheetah_check.paired_less({1: 10.0, 2: 20.0, 3: 36.0, 4: 1.0}, {1: 12.0, 2: 21.0, 3: 30.0})
+    t = 1 / (math.sqrt(19) / math.sqrt(3))
+    assert seeds == [1, 2, 3] and difference == pytest.approx(1.0)
+    assert p == pytest.approx(0.5 + t / (2 * math.sqrt(2 + t * t)), rel=1e-12)
+    assert halfcheetah_check.paired_less({1: 5.0, 2: 6.0}, {1: 4.0, 2: 5.0}) == ([1, 2], 1.0, None)  # sd 0: no t
+    assert halfcheetah_check.paired_less({1: 5.0}, {1: 4.0}) == ([1], None, None)  # one seed: no test
 
 
 def test_the_committed_table_is_what_analyze_prints_from_the_committed_outputs():

@@ -94,7 +94,7 @@ def record(golden_dir, machine, **extra) -> dict:
 
 def test_without_the_reference_the_recorded_outputs_are_used_on_a_like_machine_only(tmp_path, monkeypatch):
     monkeypatch.setattr(golden_outputs, "GOLDEN_DIR", str(tmp_path))
-    monkeypatch.setattr(golden_outputs, "reference_available", lambda repo_root=REPO_ROOT: False)
+    monkeypatch.setattr(golden_outputs, "reference_available", lambda repo_root=REPO_ROOT, commit=None: False)
     seeds = record(tmp_path, golden_outputs.machine())
     # what the work tree's fingerprint is compared with: the recorded one without the uncompared entries (format)
     expected = golden_outputs.without(seeds, golden_outputs.UNCOMPARED_KEYS)

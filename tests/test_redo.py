@@ -14,8 +14,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 import plasticity_metrics
 import ppo_redo_continuous as redo
-from tiny_run import (REPO_ROOT, TINY_EVALUATION_STEPS, load_checkpoint_file, read_csv, run_script,
-                      run_until_checkpoint_then_stop)
+from tiny_run import REPO_ROOT, TINY_EVALUATION_STEPS, load_checkpoint_file, read_csv, run_script
 
 OBS_DIM, ACTION_DIM, HIDDEN = 5, 2, 16
 SCRIPT = "ppo_redo_continuous.py"
@@ -265,29 +264,6 @@ def test_a_seed_does_not_depend_on_the_seed_beside_it_through_recycles(recycling
     for name in ("actor", "critic"):  # and the same recycles
         assert scalars(recycling_run / "seed2", f"redo/{name}_recycled_units") == \
             scalars(tmp_path / "alone" / "seed2", f"redo/{name}_recycled_units")
-
-
-def test_preempted_and_resumed_run_equals_straight_run_through_recycles(tmp_path):
-    """SIGTERM mid-run -> checkpoints + exit 75; re-running resumes both seeds, recycling on the way, to
-    bit-identical evaluations, networks, Adam states and generators."""
-    flags = ["--checkpoint-frequency", "128", "--steps-per-task", "512", "--num-seeds", "2", *RECYCLING]
-    straight = run_script(SCRIPT, tmp_path / "straight" / "seed{seed}", *flags)
-    assert straight.returncode == 0, straight.stderr[-3000:]
-
-    interrupted = tmp_path / "interrupted"
-    stopped = run_until_checkpoint_then_stop(SCRIPT, interrupted / "seed{seed}", interrupted / "seed2" / "checkpoint.pt",
-                                             *flags)
-    assert stopped.returncode == 75, (stopped.stdout[-2000:], stopped.stderr[-2000:])
-    stopped_at = load_checkpoint_file(interrupted / "seed1" / "checkpoint.pt")["global_step"]
-    assert 0 < stopped_at < 1024 - 128  # at least one more update, so recycles, after the resume
-
-    resumed = run_script(SCRIPT, interrupted / "seed{seed}", *flags)
-    assert resumed.returncode == 0, resumed.stderr[-3000:]
-    for seed in (1, 2):
-        assert f"resuming {interrupted / f'seed{seed}'} from global_step {stopped_at}" in resumed.stdout
-        assert_same_seed_outputs(tmp_path / "straight" / f"seed{seed}", interrupted / f"seed{seed}")
-        recycled = scalars(tmp_path / "straight" / f"seed{seed}", "redo/critic_recycled_units")
-        assert sum(v for step, v in recycled.items() if step > stopped_at) > 0  # recycles after the stop
 
 
 def test_without_a_due_recycle_the_script_is_ppo(tmp_path):

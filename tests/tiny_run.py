@@ -22,6 +22,15 @@ TINY_FLAGS = (
 METHOD_EVENT_FLAGS = {"cb_continuous.py": ["--maturity-threshold", "2", "--replacement-rate", "0.05"],
                       "ppo_redo_continuous.py": ["--redo-frequency", "2"],
                       "ppo_snp_continuous.py": ["--snp-frequency", "2", "--snp-shrink", "0.9", "--snp-perturb", "0.1"]}
+# The two-seed run of every script (tests/test_all_scripts.py's test_two_seed_run_...: the golden outputs of two
+# seeds, seed independence and SIGTERM + resume are checked on one run of these flags, so each is paid for once):
+# seeds 1 and 2 in one process; an odd evaluation count (3) and minibatch (32) put a seed's slices of stacked tensors
+# at misaligned offsets; a checkpoint every 128 steps; every 4th training observation saved (--save-states).
+def two_seed_flags(script: str) -> list:
+    return ["--num-seeds", "2", "--eval-episodes", "3", "--minibatch-size", "32", "--checkpoint-frequency", "128",
+            "--save-states", "--save-states-every", "4", *METHOD_EVENT_FLAGS.get(script, [])]
+
+
 # evaluation_steps(256, 2, 128): step 0, every 128 steps, task ends at 256 and 512; the task column is the
 # task that was just trained on.
 TINY_EVALUATION_STEPS = [(0, 0), (128, 0), (256, 0), (384, 1), (512, 1)]

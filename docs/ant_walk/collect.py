@@ -4,6 +4,8 @@ script writes from the run's TensorBoard events; SB3's (sb3/run_all.sh): its con
 training.csv as they are.
 
     python docs/ant_walk/collect.py [--root /work/ant_walk] [--sb3-root /work/ant_walk_sb3]
+    python docs/ant_walk/collect.py --root /work/ant_walk_halfcheetah --outputs docs/ant_walk/halfcheetah_outputs \
+        --sb3-root ""                    # item 3's HalfCheetah check (screen.sh with SCREEN_ENV=HalfCheetah-v5)
 
 training.csv has one row per evaluation step, the same columns for both: the policy's std (mean over action
 dimensions; ours: the last charts/action_std logged at or before the step), and the mean length and return of the
@@ -53,10 +55,10 @@ def training_rows(run_dir: str) -> list:
     return rows
 
 
-def collect_ours(root: str) -> None:
+def collect_ours(root: str, outputs: str = OUTPUTS) -> None:
     for config in sorted(glob.glob(os.path.join(root, "runs", "*", "*", "seed*", "config.json"))):
         run_dir = os.path.dirname(config)
-        destination = os.path.join(OUTPUTS, os.path.relpath(run_dir, os.path.join(root, "runs")))
+        destination = os.path.join(outputs, os.path.relpath(run_dir, os.path.join(root, "runs")))
         os.makedirs(destination, exist_ok=True)
         for name in ("config.json", "evaluations.csv", "summary.json"):
             if os.path.exists(os.path.join(run_dir, name)):
@@ -81,10 +83,12 @@ def collect_sb3(root: str) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--root", default=os.environ.get("ANT_WALK_ROOT", "/work/ant_walk"))
-    parser.add_argument("--sb3-root", default="/work/ant_walk_sb3")
+    parser.add_argument("--outputs", default=OUTPUTS, help="where our runs' outputs go (default docs/ant_walk/outputs)")
+    parser.add_argument("--sb3-root", default="/work/ant_walk_sb3", help='SB3\'s runs ("": none)')
     args = parser.parse_args()
-    collect_ours(args.root)
-    collect_sb3(args.sb3_root)
+    collect_ours(args.root, args.outputs)
+    if args.sb3_root:
+        collect_sb3(args.sb3_root)
 
 
 if __name__ == "__main__":

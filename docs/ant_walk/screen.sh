@@ -4,6 +4,8 @@
 #
 #   bash docs/ant_walk/screen.sh STEPS NAME...   # run the configurations NAME (rows of configs.tsv) in order
 #   bash docs/ant_walk/screen.sh --status        # steps done per run
+#   SCREEN_ENV=HalfCheetah-v5 ANT_WALK_ROOT=/work/ant_walk_halfcheetah bash docs/ant_walk/screen.sh 1000000 NAME...
+#                                                # the same configurations on stationary HalfCheetah-v5 (item 3's check)
 #
 # Runs live outside the work tree in $ROOT/runs/<steps>/<name>/seed<k> (default ROOT /work/ant_walk) and run the
 # code of the pinned commit PIN, exported into $ROOT/code once (code.sha256 lists its files), so later commits on
@@ -13,6 +15,7 @@
 set -u
 PIN=5a2f5c1f961d948adefb41ae2f815f790685e18b
 ROOT=${ANT_WALK_ROOT:-/work/ant_walk}
+ENV_ID=${SCREEN_ENV:-Ant-v5}
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")" && git rev-parse --show-toplevel)
 CODE=$ROOT/code
 if [[ ${1:-} == --status ]]; then
@@ -35,7 +38,7 @@ for name in "$@"; do
         echo "no configuration $name in configs.tsv" >&2; exit 2
     fi
     run_dir="$ROOT/runs/$steps/$name/seed{seed}"
-    cmd="python $CODE/ppo_continuous.py --env-id Ant-v5 --experiment none --steps-per-task $steps --seed 1001 --num-seeds 3 --env-threads 1 --torch-threads 1 --run-dir $run_dir $flags"
+    cmd="python $CODE/ppo_continuous.py --env-id $ENV_ID --experiment none --steps-per-task $steps --seed 1001 --num-seeds 3 --env-threads 1 --torch-threads 1 --run-dir $run_dir $flags"
     echo "$(date -Is) start $name: $cmd"
     mkdir -p "$ROOT/runs/$steps/$name"
     (cd "$CODE" && nice -n 10 env OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $cmd > "$ROOT/runs/$steps/$name/stdout.log" 2> "$ROOT/runs/$steps/$name/stderr.log")
