@@ -24,8 +24,17 @@ def load(name: str):
 
 
 collect, analyze = load("collect"), load("analyze")
-sys.path.insert(0, ANT_WALK)  # halfcheetah_check imports analyze as its neighbour
-halfcheetah_check = load("halfcheetah_check")
+# halfcheetah_check imports its neighbour analyze by that name: lend it ours while it loads, then give the name back
+# (docs/paper_length has an analyze.py of its own, imported by that name in tests/test_paper_length.py)
+_previous_analyze = sys.modules.get("analyze")
+sys.modules["analyze"] = analyze
+try:
+    halfcheetah_check = load("halfcheetah_check")
+finally:
+    if _previous_analyze is None:
+        del sys.modules["analyze"]
+    else:
+        sys.modules["analyze"] = _previous_analyze
 
 
 def write_csv(path, header, rows):
