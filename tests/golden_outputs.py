@@ -43,12 +43,13 @@ from tiny_run import REPO_ROOT, run_script, two_seed_flags  # noqa: E402
 REFERENCE_COMMIT = "363535aba3a0acb026ace0c0a799070df1671c3e"
 # The defaults before issue 29 (Ant), spelled out as flags, and the last commit whose defaults they were: with these
 # flags the work tree's scripts reproduce that commit's tiny runs bit for bit, wherever the defaults move
-# (tests/test_all_scripts.py::test_the_previous_defaults_are_one_set_of_flags_away; docs/reproduction.md). The tiny
+# (tests/test_all_scripts.py::test_the_previous_defaults_are_one_set_of_flags_away; docs/ppo.md). The tiny
 # flags set --minibatch-size themselves; the previous default was 256.
 PREVIOUS_DEFAULTS_COMMIT = "363535aba3a0acb026ace0c0a799070df1671c3e"
 PREVIOUS_DEFAULT_FLAGS = ("--hidden-dim", "256", "--activation", "relu", "--layer-norm", "affine", "--init", "orthogonal",
                           "--policy-head-gain", "0.01", "--log-std-init", "0.0", "--log-std-max", "None",
-                          "--learn-log-std", "--norm-obs", "--norm-reward", "--no-joint-optimizer", "--no-anneal-lr")
+                          "--learn-log-std", "--norm-obs", "--norm-reward", "--no-joint-optimizer", "--no-anneal-lr",
+                          "--include-cfrc-ext-in-observation")
 GOLDEN_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "golden")
 CACHE_DIR = os.path.join(REPO_ROOT, ".golden_cache")
 # The --num-seeds 2 runs are tiny_run.two_seed_flags' (with METHOD_EVENT_FLAGS: CB replaces units and ReDo recycles
