@@ -109,3 +109,12 @@ def test_the_committed_table_is_what_analyze_prints_from_the_committed_outputs()
                              check=True, cwd=REPO_ROOT).stdout
     with open(os.path.join(ANT_WALK, "screen_tables.md")) as f:
         assert printed == f.read()
+
+
+def test_the_committed_eppo_scale_table_is_what_eppo_scale_prints_from_the_committed_outputs():
+    outputs = os.path.join(ANT_WALK, "eppo_scale_outputs")
+    printed = subprocess.run([sys.executable, os.path.join(ANT_WALK, "eppo_scale.py"),
+                              os.path.join(outputs, "no-norm-reward"), os.path.join(outputs, "norm-reward")],
+                             capture_output=True, text=True, check=True, cwd=REPO_ROOT).stdout
+    with open(os.path.join(ANT_WALK, "eppo_scale.md")) as f:
+        assert printed in f.read()
