@@ -118,3 +118,10 @@ def test_the_committed_eppo_scale_table_is_what_eppo_scale_prints_from_the_commi
                              capture_output=True, text=True, check=True, cwd=REPO_ROOT).stdout
     with open(os.path.join(ANT_WALK, "eppo_scale.md")) as f:
         assert printed in f.read()
+
+
+def test_the_committed_halfcheetah_check_is_what_halfcheetah_check_prints():
+    printed = subprocess.run([sys.executable, os.path.join(ANT_WALK, "halfcheetah_check.py")], capture_output=True,
+                             text=True, check=True, cwd=REPO_ROOT).stdout
+    with open(os.path.join(ANT_WALK, "halfcheetah_check.md")) as f:
+        assert printed == f.read()
