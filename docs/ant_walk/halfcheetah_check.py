@@ -26,7 +26,7 @@ STEPS = 1_000_000
 BASELINE = "ours"
 
 
-def final_returns(outputs: str, name: str) -> dict:
+def evaluation_rows(outputs: str, name: str) -> dict:
     """{seed: its evaluation rows} of one configuration's 1 M-step runs."""
     runs = sorted(glob.glob(os.path.join(outputs, str(STEPS), name, "seed*")))
     return {int(os.path.basename(r)[4:]): analyze.read_rows(os.path.join(r, "evaluations.csv")) for r in runs}
@@ -51,7 +51,7 @@ def main() -> None:
     args = parser.parse_args()
     flags = analyze.config_flags()
     names = [n for n in flags if glob.glob(os.path.join(args.outputs, str(STEPS), n, "seed*"))]
-    runs = {name: final_returns(args.outputs, name) for name in names}
+    runs = {name: evaluation_rows(args.outputs, name) for name in names}
     finals = {name: {seed: analyze.at_step(rows, STEPS) for seed, rows in seeds.items()} for name, seeds in runs.items()}
     finals = {name: {seed: v for seed, v in values.items() if v is not None} for name, values in finals.items()}
     print("### Item 3's check: stationary HalfCheetah-v5, 1 M steps, seeds 1001-1003 (grid-search seeds)\n")
