@@ -125,3 +125,18 @@ def test_the_committed_halfcheetah_check_is_what_halfcheetah_check_prints():
                              text=True, check=True, cwd=REPO_ROOT).stdout
     with open(os.path.join(ANT_WALK, "halfcheetah_check.md")) as f:
         assert printed == f.read()
+
+
+short_study = load("short_study")
+
+
+def test_the_short_study_counts_evaluations_above_the_step_zero_return():
+    """Step-0 return 990; after it 500, 1,000, 1,200 at 50k, 100k, 150k: two of three above, first at 100k; a cut at
+    100k keeps one of two; a run that never gets above has no first step."""
+    from scripts.summarize import Evaluation
+
+    evaluations = [Evaluation(step, 0, value) for step, value in ((0, 990.0), (50_000, 500.0), (100_000, 1000.0),
+                                                                  (150_000, 1200.0))]
+    assert short_study.above_standing_still(evaluations, 150_000) == (2, 3, 100_000)
+    assert short_study.above_standing_still(evaluations, 100_000) == (1, 2, 100_000)
+    assert short_study.above_standing_still(evaluations[:2], 150_000) == (0, 1, None)

@@ -175,8 +175,9 @@ def plot(configs: list, standing: dict, path: str) -> None:
             steps = sorted(s for s, v in curves.items() if len(v) == len(runs))
             axis.plot(steps, [np.mean(curves[s]) for s in steps], color=color, label=label,
                       linestyle="--" if label in SB3_DESCRIPTIONS else "-")
-    axes[0].axhline(np.mean(list(standing.values())), color="black", linewidth=0.8, linestyle=":",
-                    label="standing still")
+    if standing:  # Ant: the zero action's return; HalfCheetah cannot fall, and has none
+        axes[0].axhline(np.mean(list(standing.values())), color="black", linewidth=0.8, linestyle=":",
+                        label="standing still")
     for axis, title in zip(axes, ("evaluation return (seed mean)", "training episode length", "policy std")):
         axis.set_title(title)
         axis.set_xlabel("environment steps")

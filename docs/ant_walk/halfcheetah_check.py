@@ -5,6 +5,7 @@ outputs that collect.py copied into docs/ant_walk/halfcheetah_outputs/:
     SCREEN_ENV=HalfCheetah-v5 ANT_WALK_ROOT=/work/ant_walk_halfcheetah bash docs/ant_walk/screen.sh 1000000 ours NAME
     python docs/ant_walk/collect.py --root /work/ant_walk_halfcheetah --outputs docs/ant_walk/halfcheetah_outputs --sb3-root ""
     python docs/ant_walk/halfcheetah_check.py > docs/ant_walk/halfcheetah_check.md
+    python docs/ant_walk/halfcheetah_check.py --plot docs/ant_walk/halfcheetah_check.png
 
 Per configuration: the evaluation return (10 deterministic episodes) at 250k, 500k and 1 M, mean ± standard error,
 each seed's at 1 M, and against `ours` on the same seeds the paired one-sided t-test (the paper's test) of "lower
@@ -48,9 +49,15 @@ def paired_less(candidate: dict, baseline: dict) -> tuple:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--outputs", default=OUTPUTS)
+    parser.add_argument("--plot", help="write the seed-mean curves (return, episode length, std) to this PNG instead")
     args = parser.parse_args()
     flags = analyze.config_flags()
     names = [n for n in flags if glob.glob(os.path.join(args.outputs, str(STEPS), n, "seed*"))]
+    if args.plot:
+        analyze.plot([(name, flags[name], {int(os.path.basename(r)[4:]): r for r in
+                                           sorted(glob.glob(os.path.join(args.outputs, str(STEPS), name, "seed*")))})
+                      for name in names], None, args.plot)
+        return
     runs = {name: evaluation_rows(args.outputs, name) for name in names}
     finals = {name: {seed: analyze.at_step(rows, STEPS) for seed, rows in seeds.items()} for name, seeds in runs.items()}
     finals = {name: {seed: v for seed, v in values.items() if v is not None} for name, values in finals.items()}

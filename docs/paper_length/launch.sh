@@ -8,6 +8,8 @@
 #   bash docs/paper_length/launch.sh --collect  # copy each run's small outputs (config.json, evaluations.csv,
 #                                               # plasticity.csv, summary.json) into docs/paper_length/outputs/ to commit
 #
+# PAPER_LENGTH_PIN, PAPER_LENGTH_ROOT and PAPER_LENGTH_OUTPUTS run the same study at another commit, in another
+# root, collected elsewhere (docs/paper_length_new_default/launch.sh: issue 30, at the new default).
 # Every session that works on issue 23 starts by running it. The runs live outside the work tree, in $ROOT
 # (default /work/paper_length), and run the code of one pinned commit, cloned into $ROOT/code, so later commits
 # on main never change a run half-way (config.json records the commit). Finished runs (summary.json) are left
@@ -20,11 +22,12 @@
 #      seeds 1-3 and 4-5), in $RUNS/none/Ant/PPO/seed<k>; its first 500k steps are paralysis task 0 again
 #      (the intact robot), so they must reproduce phase 1's PPO evaluations exactly (docs/paper_length/anchor.py)
 set -u
-PIN=aa9ecc08c8a64409385db303fd4960a1caf12cb3  # main when the runs began (2026-11-26)
+PIN=${PAPER_LENGTH_PIN:-aa9ecc08c8a64409385db303fd4960a1caf12cb3}  # main when the runs began (2026-11-26)
 ROOT=${PAPER_LENGTH_ROOT:-/work/paper_length}
 CODE=$ROOT/code
 RUNS=$ROOT/runs
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")" && git rev-parse --show-toplevel)
+OUTPUTS=${PAPER_LENGTH_OUTPUTS:-$REPO/docs/paper_length/outputs}
 PHASES=(
     "paralysis/Ant/back-one 1-5 5"
     "paralysis/HalfCheetah/back-one 1-8 8"
@@ -53,7 +56,7 @@ PY
 case ${1:-} in
     --status) status; exit 0 ;;
     --collect)
-        dest="$REPO/docs/paper_length/outputs"
+        dest=$OUTPUTS
         (cd "$RUNS" && find . -name config.json -printf '%h\n') | while read -r run; do
             mkdir -p "$dest/$run"
             for name in config.json evaluations.csv plasticity.csv summary.json; do
