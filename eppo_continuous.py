@@ -105,21 +105,24 @@ class Args:
     and zero biases; torch: nn.Linear's own default, uniform in +-1/sqrt(fan_in) for weights and biases (ObjectRL)"""
     policy_head_gain: float = 0.01
     """orthogonal gain of the policy's mean head (CleanRL and SB3: 0.01; applies to --init orthogonal)"""
-    log_std_init: float = 0.0
-    """initial log standard deviation of the policy (the same for every action dimension; 0: std 1)"""
+    log_std_init: float = -1.0
+    """initial log standard deviation of the policy (the same for every action dimension; -1: std e^-1 = 0.37,
+    ObjectRL's, below the 0.52 where Ant's noise costs more than standing pays; 0: std 1, before issue 29)"""
     log_std_max: Optional[float] = None
     """clamp the log standard deviation at this value in the policy (ObjectRL: -1, std 0.37; the clamp passes no
     gradient above it, so from --log-std-init 0 the std stays exp(-1)); None: no clamp"""
     learn_log_std: bool = True
     """learn the log standard deviation (a parameter of the actor); --no-learn-log-std keeps --log-std-init"""
-    norm_obs: bool = True
+    norm_obs: bool = False
     """feed the networks observations normalized by their running mean and std, clipped (gymnasium's
-    NormalizeObservation; the paper never mentions it); --no-norm-obs feeds the raw observations"""
+    NormalizeObservation; the paper never mentions it, ObjectRL has none; on before issue 29); off: the raw
+    observations (the running statistics are still kept)"""
     normalization_clip: float = 10.0
     """normalized observations and rewards are clipped to +- this value"""
-    norm_reward: bool = True
+    norm_reward: bool = False
     """scale rewards by the running std of the discounted return and clip them (gymnasium's NormalizeReward; the
-    paper never mentions it); --no-norm-reward trains on the raw rewards (the statistics are still updated)"""
+    paper never mentions it, ObjectRL has none; on before issue 29); off: the raw rewards (the statistics are still
+    updated)"""
 
     # EPPO: evidential critic and optimistic advantages (paper Sec. 3, Appendix B)
     variant: Literal["mean", "cor", "ind"] = "ind"
@@ -221,7 +224,9 @@ def method_name(args: Args) -> str:
     so that an ablation never shares a table cell with the method itself."""
     changes = {"critic_loss": "mse", "xi": f"xi{args.xi:g}", "hyperprior_reduction": f"hp-{args.hyperprior_reduction}",
                "evidence_init": args.evidence_init, "evidence_transform": args.evidence_transform,
-               "norm_reward": "no-norm-reward", "ucb_in_returns": "no-ucb-in-returns"}
+               # a switch departs by its flag's name: norm-reward (off by default), no-ucb-in-returns (on by default)
+               **{field: ("" if getattr(args, field) else "no-") + field.replace("_", "-")
+                  for field in ("norm_reward", "ucb_in_returns")}}
     return "+".join([f"EPPO_{args.variant}", *(name for field, name in changes.items()
                                                  if getattr(args, field) != getattr(Args(), field))])
 

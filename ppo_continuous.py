@@ -92,21 +92,24 @@ class Args:
     and zero biases; torch: nn.Linear's own default, uniform in +-1/sqrt(fan_in) for weights and biases (ObjectRL)"""
     policy_head_gain: float = 0.01
     """orthogonal gain of the policy's mean head (CleanRL and SB3: 0.01; applies to --init orthogonal)"""
-    log_std_init: float = 0.0
-    """initial log standard deviation of the policy (the same for every action dimension; 0: std 1)"""
+    log_std_init: float = -1.0
+    """initial log standard deviation of the policy (the same for every action dimension; -1: std e^-1 = 0.37,
+    ObjectRL's, below the 0.52 where Ant's noise costs more than standing pays; 0: std 1, before issue 29)"""
     log_std_max: Optional[float] = None
     """clamp the log standard deviation at this value in the policy (ObjectRL: -1, std 0.37; the clamp passes no
     gradient above it, so from --log-std-init 0 the std stays exp(-1)); None: no clamp"""
     learn_log_std: bool = True
     """learn the log standard deviation (a parameter of the actor); --no-learn-log-std keeps --log-std-init"""
-    norm_obs: bool = True
+    norm_obs: bool = False
     """feed the networks observations normalized by their running mean and std, clipped (gymnasium's
-    NormalizeObservation; the paper never mentions it); --no-norm-obs feeds the raw observations"""
+    NormalizeObservation; the paper never mentions it, ObjectRL has none; on before issue 29); off: the raw
+    observations (the running statistics are still kept)"""
     normalization_clip: float = 10.0
     """normalized observations and rewards are clipped to +- this value"""
-    norm_reward: bool = True
+    norm_reward: bool = False
     """scale rewards by the running std of the discounted return and clip them (gymnasium's NormalizeReward; the
-    paper never mentions it); --no-norm-reward trains on the raw rewards (the statistics are still updated)"""
+    paper never mentions it, ObjectRL has none; on before issue 29); off: the raw rewards (the statistics are still
+    updated)"""
 
     # ---- The run's settings, the same in every script (scripts/sync_plumbing.py copies them) ----
     exp_name: str = os.path.basename(__file__)[: -len(".py")]

@@ -40,7 +40,9 @@ from tiny_run import REPO_ROOT, run_script, two_seed_flags  # noqa: E402
 # the commit that made the change, with the reason in the commit message that moves it.
 # 363535a (issue 31): the first commit with ppo_redo and ppo_snp, whose five older scripts are byte for byte those of
 # ae9ef78, where they reproduced the previous reference aa9ecc08 bit for bit; now every script is guarded.
-REFERENCE_COMMIT = "363535aba3a0acb026ace0c0a799070df1671c3e"
+# d3270e2 (issue 29): the default moves to --log-std-init -1 without observation or reward normalization (nonormstd1,
+# docs/ant_walk); with PREVIOUS_DEFAULT_FLAGS every script still reproduces 363535a bit for bit.
+REFERENCE_COMMIT = "d3270e2666667835da00fe1e6d0bc168967adca6"
 # The defaults before issue 29 (Ant), spelled out as flags, and the last commit whose defaults they were: with these
 # flags the work tree's scripts reproduce that commit's tiny runs bit for bit, wherever the defaults move
 # (tests/test_all_scripts.py::test_the_previous_defaults_are_one_set_of_flags_away; docs/ppo.md). The tiny

@@ -362,10 +362,12 @@ def test_bad_input_is_rejected_with_a_message_naming_the_choices(flags, expected
 
 
 # Every reading of issue 29's flags at once but the defaults: no contact forces, tanh, LayerNorm without gain and
-# shift, nn.Linear's initialization, a fixed std of exp(-1), raw observations, one clip over both networks.
+# shift, nn.Linear's initialization, a fixed std of exp(-0.5), normalized observations and rewards (off by default
+# since issue 29), one clip over both networks.
 POLICY_FLAGS = ("--env-id", "Ant-v5", "--no-include-cfrc-ext-in-observation",
-                "--activation", "tanh", "--layer-norm", "plain", "--init", "torch", "--log-std-init", "-1",
-                "--no-learn-log-std", "--no-norm-obs", "--hidden-dim", "16", "--joint-optimizer", "--vf-coef", "0.25")
+                "--activation", "tanh", "--layer-norm", "plain", "--init", "torch", "--log-std-init", "-0.5",
+                "--no-learn-log-std", "--norm-obs", "--norm-reward", "--hidden-dim", "16", "--joint-optimizer",
+                "--vf-coef", "0.25")
 
 
 @pytest.mark.parametrize("script", SCRIPTS)
@@ -378,7 +380,7 @@ def test_network_and_policy_flags_run_end_to_end(script, tmp_path):
     result = run_script(script, tmp_path / "run", *flags)
     assert result.returncode == 0, result.stderr[-3000:]
     actor = load_checkpoint_file(tmp_path / "run" / "checkpoint.pt")["actor"]
-    assert torch.equal(actor["log_std"], torch.full_like(actor["log_std"], -1.0))
+    assert torch.equal(actor["log_std"], torch.full_like(actor["log_std"], -0.5))
     assert actor["trunk.0.weight"].shape == (1, 16, 27)
     assert not any(name.startswith("trunk.1.") for name in actor)  # the plain LayerNorm has no parameters
     assert len(read_csv(tmp_path / "run" / "evaluations.csv")) == len(TINY_EVALUATION_STEPS)

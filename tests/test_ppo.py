@@ -101,7 +101,8 @@ def test_networks_expose_features_and_hidden_activations():
         assert len(activations) == 2 and all(a.shape == (2, 4, 16) and (a >= 0).all() for a in activations)
         torch.testing.assert_close(network.features(x), activations[-1])
     torch.testing.assert_close(critic(x), critic.head(critic.features(x)).squeeze(-1))
-    assert actor(x).shape == (2, 4, 2) and math.isclose(actor.log_std.sum().item(), 0.0)
+    # the log std starts at --log-std-init (-1 by default) in each of the 2 seeds x 2 action dimensions
+    assert actor(x).shape == (2, 4, 2) and math.isclose(actor.log_std.sum().item(), 4 * -1.0)
 
 
 def test_stacked_layers_equal_one_torch_layer_per_seed():
@@ -360,7 +361,7 @@ def test_log_std_init_clamp_and_learning():
     steps."""
     actor = ppo.Actor(5, 4, network_args(log_std_init=-0.5), generators(1, 2))
     assert torch.equal(actor.action_log_std(), torch.full((2, 1, 4), -0.5))
-    clamped = ppo.Actor(5, 4, network_args(log_std_max=-1.0), generators(1, 2))
+    clamped = ppo.Actor(5, 4, network_args(log_std_init=0.0, log_std_max=-1.0), generators(1, 2))
     with torch.no_grad():
         clamped.log_std[1] = -1.5  # seed 1 below the bound, seed 0 (at 0) above it
     log_std = clamped.action_log_std()
@@ -382,7 +383,7 @@ def test_network_input_is_normalized_or_raw_in_the_same_shape():
     rms = ppo.RunningMeanStd(2, (3,))
     rms.update(np.random.default_rng(0).normal(5.0, 2.0, size=(2, 50, 3)))
     batch, final = np.random.default_rng(1).normal(size=(2, 4, 3)), np.array([1.0, -2.0, 30.0])
-    normalized, raw = network_args(), network_args(norm_obs=False)
+    normalized, raw = network_args(norm_obs=True), network_args(norm_obs=False)
     assert np.array_equal(ppo.network_input(rms, batch, normalized), rms.normalize(batch, 10.0))
     assert np.array_equal(ppo.network_input(rms, batch, raw), batch.astype(np.float32))
     # one final observation gets the statistics' (seeds, 1, obs_dim) shape either way (the rollout indexes [k, 0])
