@@ -173,3 +173,38 @@ def test_anchor_table_and_its_check_against_the_paralysis_runs_task_0(tmp_path, 
     assert anchor.main([str(anchor_dir), "--milestone", "500"]) == 0
     out = capsys.readouterr().out
     assert "cut at step 600 of 1,000 per seed (UNFINISHED)" in out and "| 1 | 990 | 250 | 291 | 300 (600) |" in out
+
+
+spec = importlib.util.spec_from_file_location("paper_length_compare",
+                                              os.path.join(REPO_ROOT, "docs", "paper_length_new_default", "compare.py"))
+compare = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(compare)
+
+
+def test_the_new_default_beside_the_old(tmp_path, capsys):
+    """Old default: write_setting's runs. New default: PPO at 1,000 + seed after step 0 (above standing still from
+    the first evaluation on), EPPO_ind at 100 + seed throughout. So the new PPO is above the old by a constant
+    771.4 per seed (p 0.000), the new EPPO_ind below both, and the new default reverses EPPO_ind > PPO."""
+    write_setting(tmp_path / "old")
+    setting_dir = tmp_path / "new" / "paralysis" / "Ant" / "back-one"
+    for seed in (1, 2, 3):
+        for method, later in (("PPO", 1000), ("EPPO_ind", 100)):
+            write_run(str(setting_dir / method / f"seed{seed}"), method=method, env_id="Ant-v5", seed=seed,
+                      steps_per_task=100, num_tasks=3, eval_frequency=50,
+                      returns=lambda step, task, later=later, seed=seed: 990.0 if step == 0 else later + seed)
+    assert compare.main(["paralysis/Ant/back-one", "--new", str(tmp_path / "new"), "--old", str(tmp_path / "old"),
+                         "--plot", str(tmp_path / "both.png")]) == 0
+    assert (tmp_path / "both.png").stat().st_size > 10_000
+    out = capsys.readouterr().out
+    assert "cut at step 300 of 300 per seed (every run complete)" in out
+    # new PPO seed 1: AULC (990 + 6 * 1,001) / 7 = 999.4; old PPO seed 1: (990 + 6 * 101) / 7 = 228.0. Welch against
+    # the paper's 2,009 ± 312 (sd 312 sqrt(15) over 15 seeds): t = -1,009 / 312 = -3.2 with ≈ 14 degrees of freedom
+    assert "| PPO | new | 3 | 1,000 ± 0 | 1,000 [999, 1,001] |  | 0.000 (n 3) | 2,009 ± 312 | 0.006 | 1: 999, 2: 1,000, 3: 1,001 |" in out
+    assert "| PPO | old | 3 | 229 ± 0 | 229 [228, 230] |  |  | 2,009 ± 312 | 0.000 | 1: 228, 2: 229, 3: 230 |" in out
+    # new EPPO_ind seed 1: (990 + 6 * 101) / 7 = 228.0, below the new PPO (p 1.000) and below its old 742 (p 1.000)
+    assert "| EPPO_ind | new | 3 | 229 ± 0 | 229 [228, 230] | 1.000 (n 3) | 1.000 (n 3) |" in out
+    assert "| EPPO_ind | old | 3 | 743 ± 0 | 743 [742, 744] | 0.000 (n 3) |  |" in out
+    # standing still (990): the new PPO is above from step 50 on, every later evaluation; the old EPPO_ind from task 1
+    assert "| PPO | new | 1: 50, 2: 50, 3: 50 | 18 of 18 (100%) |" in out
+    assert "| EPPO_ind | old | 1: 150, 2: 150, 3: 150 | 12 of 18 (67%) |" in out
+    assert "### The new default alone (docs/paper_length/analyze.py)" in out
