@@ -9,7 +9,8 @@
 #                                               # plasticity.csv, summary.json) into docs/paper_length/outputs/ to commit
 #
 # PAPER_LENGTH_PIN, PAPER_LENGTH_ROOT and PAPER_LENGTH_OUTPUTS run the same study at another commit, in another
-# root, collected elsewhere (docs/paper_length_new_default/launch.sh: issue 30, at the new default).
+# root, collected elsewhere (docs/paper_length_new_default/launch.sh: issue 30, at the new default);
+# PAPER_LENGTH_WORKERS=1 runs one process at a time (a core left to other work; the next launch resumes with two).
 # Every session that works on issue 23 starts by running it. The runs live outside the work tree, in $ROOT
 # (default /work/paper_length), and run the code of one pinned commit, cloned into $ROOT/code, so later commits
 # on main never change a run half-way (config.json records the commit). Finished runs (summary.json) are left
@@ -28,6 +29,7 @@ CODE=$ROOT/code
 RUNS=$ROOT/runs
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")" && git rev-parse --show-toplevel)
 OUTPUTS=${PAPER_LENGTH_OUTPUTS:-$REPO/docs/paper_length/outputs}
+WORKERS=${PAPER_LENGTH_WORKERS:-2}  # processes at a time in phases 1-3 (one per core)
 PHASES=(
     "paralysis/Ant/back-one 1-5 5"
     "paralysis/HalfCheetah/back-one 1-8 8"
@@ -88,7 +90,7 @@ echo "[launch $(date '+%F %T')] code $PIN, runs in $RUNS" >>"$ROOT/launch.log"
     for phase in "${PHASES[@]}"; do
         read -r setting seeds per_process <<<"$phase"
         nice -n 19 bash "$CODE/scripts/sweep.sh" --methods PPO,EPPO_ind --settings "$setting" --seeds "$seeds" \
-            --seeds-per-process "$per_process" --root "$RUNS" --workers 2 -- --torch-threads 1
+            --seeds-per-process "$per_process" --root "$RUNS" --workers "$WORKERS" -- --torch-threads 1
         rc=$?
         ((rc == 0)) || { echo "[launch $(date '+%F %T')] phase $setting $seeds stopped (exit $rc)"; exit "$rc"; }
     done
