@@ -5,6 +5,7 @@ EPPO_ind (kappa 0.01), with the defaults before issue 29 and with the new defaul
     bash docs/ant_walk/short_study.sh --collect
     python docs/ant_walk/short_study.py > docs/ant_walk/short_study.md
     python docs/ant_walk/short_study.py --plot docs/ant_walk/short_study.png
+    python docs/ant_walk/short_study.py --methods PPO   # one method's defaults only
 
 The old default's runs are the committed ones of docs/eppo_study/ant_long/ (seeds 1-5 of its 10; commit 7431552,
 the same commands); the new default's are docs/ant_walk/short_outputs/ (short_study.sh, commit d3270e2). Every run
@@ -41,12 +42,12 @@ PLASTICITY_KEYS = [("critic", "dormant_percent"), ("critic", "effective_rank"),
                    ("actor", "dormant_percent"), ("actor", "effective_rank")]
 
 
-def load(defaults: dict = DEFAULTS) -> dict:
+def load(defaults: dict = DEFAULTS, methods=tuple(METHODS)) -> dict:
     """(default, method) -> seed -> (run_dir, evaluations, steps_per_task, total steps), seeds 1-5 only."""
     cells = {}
     for default, root in defaults.items():
         found = load_cells(root, list(METHODS.values())) if os.path.isdir(root) else {}
-        for method, directory in METHODS.items():
+        for method, directory in ((m, METHODS[m]) for m in methods):
             runs = {seed: run for seed, run in found.get(directory, {}).items() if seed in SEEDS}
             if runs:
                 cells[(default, method)] = runs
@@ -79,7 +80,9 @@ def report(cells: dict) -> int:
           + ("(every run complete)" if reached == total else "(UNFINISHED: no verdict)") + "\n")
     metrics = {cell: {seed: prefix_metrics(run[1], steps_per_task, reached) for seed, run in runs.items()}
                for cell, runs in cells.items()}
-    for index, label in ((0, "AULC"), (1, "Final Return")):
+    for index, label in ((0, "AULC"), (1, f"Final Return (over the {reached // steps_per_task} task ends)")):
+        if index == 1 and reached < steps_per_task:
+            break  # no task has ended yet
         print(f"#### {label}\n")
         print("| default | method | n | mean ± se | IQM [95% CI] | EPPO_ind > PPO, p | new > old default, p | per seed |")
         print("|---|---|---:|---|---|---|---|---|")
@@ -117,8 +120,13 @@ def report(cells: dict) -> int:
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--plot", help="draw the four cells' curves into this image file instead of the tables")
+    parser.add_argument("--methods", default=",".join(METHODS), help="comma list of the methods (default: both); "
+                        "PPO alone compares its defaults while EPPO_ind still runs")
     args = parser.parse_args(argv)
-    cells = load()
+    methods = args.methods.split(",")
+    if not set(methods) <= set(METHODS):
+        parser.error(f"--methods takes {', '.join(METHODS)}, got {args.methods}")
+    cells = load(methods=methods)
     if args.plot:
         reached = min(run[1][-1].global_step for runs in cells.values() for run in runs.values())
         plot({f"{method}, {default}": runs for (default, method), runs in cells.items()}, reached, args.plot,
