@@ -26,18 +26,19 @@ anchor = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(anchor)
 
 
-def write_setting(root, finished=True, num_tasks=3):
-    """PPO returns 100 + seed on every evaluation but step 0 (990, standing still); EPPO_ind returns 100 + seed in
-    task 0 and 1,000 + seed after it, so it leads only after the first change and is above 990 from task 1 on.
+def write_setting(root, finished=True, num_tasks=3, levels=(("PPO", 100, 100), ("EPPO_ind", 100, 1000))):
+    """Each (method, first, later) of ``levels`` returns first + seed in task 0 and later + seed after it, 990 at
+    step 0 (standing still). By default PPO returns 100 + seed throughout and EPPO_ind 1,000 + seed after task 0, so
+    it leads only after the first change and is above 990 from task 1 on.
     Plasticity, the same at every step: effective rank 10 + seed (PPO) and 10 + 2 seed (EPPO_ind), stable rank 5 for
     both, the critic's dormant percentage 2 seed (PPO) and seed (EPPO_ind), the actor's 0."""
     setting_dir = root / "paralysis" / "Ant" / "back-one"
     for seed in (1, 2, 3):
-        for method, later in (("PPO", 100), ("EPPO_ind", 1000)):
+        for method, first, later in levels:
             write_run(str(setting_dir / method / f"seed{seed}"), method=method, env_id="Ant-v5", seed=seed,
                       steps_per_task=100, num_tasks=num_tasks, eval_frequency=50, finished=finished,
-                      returns=lambda step, task, later=later, seed=seed: 990.0 if step == 0 else
-                      (100.0 + seed if task == 0 else later + seed),
+                      returns=lambda step, task, first=first, later=later, seed=seed: 990.0 if step == 0 else
+                      (first + seed if task == 0 else later + seed),
                       plasticity=lambda step, network, seed=seed, factor=1 + (method == "EPPO_ind"):
                       (10.0 + factor * seed, 5.0, 2.0 * seed / factor if network == "critic" else 0.0))
     return setting_dir
@@ -186,12 +187,7 @@ def test_the_new_default_beside_the_old(tmp_path, capsys):
     the first evaluation on), EPPO_ind at 100 + seed throughout. So the new PPO is above the old by a constant
     771.4 per seed (p 0.000), the new EPPO_ind below both, and the new default reverses EPPO_ind > PPO."""
     write_setting(tmp_path / "old")
-    setting_dir = tmp_path / "new" / "paralysis" / "Ant" / "back-one"
-    for seed in (1, 2, 3):
-        for method, later in (("PPO", 1000), ("EPPO_ind", 100)):
-            write_run(str(setting_dir / method / f"seed{seed}"), method=method, env_id="Ant-v5", seed=seed,
-                      steps_per_task=100, num_tasks=3, eval_frequency=50,
-                      returns=lambda step, task, later=later, seed=seed: 990.0 if step == 0 else later + seed)
+    write_setting(tmp_path / "new", levels=(("PPO", 1000, 1000), ("EPPO_ind", 100, 100)))
     assert compare.main(["paralysis/Ant/back-one", "--new", str(tmp_path / "new"), "--old", str(tmp_path / "old"),
                          "--plot", str(tmp_path / "both.png")]) == 0
     assert (tmp_path / "both.png").stat().st_size > 10_000
