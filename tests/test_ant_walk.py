@@ -140,3 +140,10 @@ def test_the_short_study_counts_evaluations_above_the_step_zero_return():
     assert short_study.above_standing_still(evaluations, 150_000) == (2, 3, 100_000)
     assert short_study.above_standing_still(evaluations, 100_000) == (1, 2, 100_000)
     assert short_study.above_standing_still(evaluations[:2], 150_000) == (0, 1, None)
+
+
+def test_the_committed_short_study_table_is_what_short_study_prints():
+    printed = subprocess.run([sys.executable, os.path.join(ANT_WALK, "short_study.py")], capture_output=True,
+                             text=True, check=True, cwd=REPO_ROOT).stdout
+    with open(os.path.join(ANT_WALK, "short_study.md")) as f:
+        assert printed == f.read()
