@@ -162,8 +162,14 @@ def plot(configs: list, standing: dict, path: str) -> None:
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, 3, figsize=(18, 5))
+    # a configuration run at 500k and at 1 M keeps one colour; its longer run is drawn thick and pale beneath
+    names = [label.split(" (")[0] for label, _, _ in configs]
     for index, (label, _, runs) in enumerate(configs):
-        color = plt.cm.tab10(index % 10)
+        name = names[index]
+        order = list(dict.fromkeys(names)).index(name)  # the dark tab20 colours first, then the light ones
+        color = plt.cm.tab20((2 * order) % 20 + (2 * order // 20) % 2)
+        longer = names.count(name) > 1 and index == len(names) - 1 - names[::-1].index(name)
+        style = dict(linewidth=3.5, alpha=0.45, zorder=1) if longer else dict(linewidth=1.5, zorder=2)
         for column, axis, source in (("return_mean", axes[0], "evaluations.csv"),
                                      ("train_episode_length_mean", axes[1], "training.csv"),
                                      ("policy_std_mean", axes[2], "training.csv")):
@@ -174,7 +180,7 @@ def plot(configs: list, standing: dict, path: str) -> None:
                         curves.setdefault(int(row["global_step"]), []).append(float(row[column]))
             steps = sorted(s for s, v in curves.items() if len(v) == len(runs))
             axis.plot(steps, [np.mean(curves[s]) for s in steps], color=color, label=label,
-                      linestyle="--" if label in SB3_DESCRIPTIONS else "-")
+                      linestyle="--" if label in SB3_DESCRIPTIONS else "-", **style)
     if standing:  # Ant: the zero action's return; HalfCheetah cannot fall, and has none
         axes[0].axhline(np.mean(list(standing.values())), color="black", linewidth=0.8, linestyle=":",
                         label="standing still")
