@@ -204,3 +204,19 @@ def test_the_new_default_beside_the_old(tmp_path, capsys):
     assert "| PPO | new | 1: 50, 2: 50, 3: 50 | 18 of 18 (100%) |" in out
     assert "| EPPO_ind | old | 1: 150, 2: 150, 3: 150 | 12 of 18 (67%) |" in out
     assert "### The new default alone (docs/paper_length/analyze.py)" in out
+
+
+def test_the_new_default_beside_the_old_refuses_an_empty_cut(tmp_path, capsys):
+    """A new-default run with only its step-0 evaluation (launched, not yet evaluated again) leaves nothing to
+    compare: exit 2 with a message, not a division by zero; --up-to beyond the common step is refused the same way."""
+    write_setting(tmp_path / "old")
+    setting_dir = write_setting(tmp_path / "new")
+    write_run(str(setting_dir / "EPPO_ind" / "seed2"), method="EPPO_ind", env_id="Ant-v5", seed=2, steps_per_task=100,
+              num_tasks=3, eval_frequency=50, finished=False, drop_steps=range(50, 301, 50),
+              returns=lambda step, task: 990.0)
+    argv = ["paralysis/Ant/back-one", "--new", str(tmp_path / "new"), "--old", str(tmp_path / "old")]
+    assert compare.main(argv) == 2
+    assert "error: nothing to compare at step 0" in capsys.readouterr().err
+    write_setting(tmp_path / "new")  # every run complete again (300 steps)
+    assert compare.main(argv + ["--up-to", "350"]) == 2
+    assert "error: --up-to 350 is beyond the step every run has reached (300)" in capsys.readouterr().err

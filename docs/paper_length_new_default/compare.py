@@ -128,7 +128,12 @@ def report(setting_name: str, new_root: str = NEW_OUTPUTS, old_root: str = OLD_O
     total = max(run[2] * run[3] for by_seed in loaded["new"].values() for run in by_seed.values())
     up_to = reached if up_to is None else up_to
     if up_to > reached:
-        raise SystemExit(f"error: --up-to {up_to} is beyond the step every run has reached ({reached})")
+        print(f"error: --up-to {up_to} is beyond the step every run has reached ({reached})", file=sys.stderr)
+        return 2
+    if up_to <= 0:  # a run that has only its step-0 evaluation: no curve, no AULC, no "later" evaluations
+        print(f"error: nothing to compare at step {up_to}: every run needs an evaluation after step 0 "
+              f"(each run's last evaluation: bash docs/paper_length_new_default/launch.sh --status)", file=sys.stderr)
+        return 2
     steps_per_task = next(iter(loaded["new"]["PPO"].values()))[2]
     complete = up_to == total
     print(f"### {setting}, the new default beside the old: cut at step {up_to:,} of {total:,} per seed "
