@@ -164,11 +164,11 @@ def plot(configs: list, standing: dict, path: str) -> None:
     fig, axes = plt.subplots(1, 3, figsize=(18, 5))
     # a configuration run at 500k and at 1 M keeps one colour; its longer run is drawn thick and pale beneath
     names = [label.split(" (")[0] for label, _, _ in configs]
+    order = {name: k for k, name in enumerate(dict.fromkeys(names))}  # one colour per configuration
     last_of_name = {name: index for index, name in enumerate(names)}  # configs list the shorter run first
     for index, (label, _, runs) in enumerate(configs):
         name = names[index]
-        order = list(dict.fromkeys(names)).index(name)  # the dark tab20 colours first, then the light ones
-        color = plt.cm.tab20((2 * order) % 20 + (2 * order // 20) % 2)
+        color = plt.cm.tab20((2 * order[name]) % 20 + (2 * order[name] // 20) % 2)  # dark tab20 colours, then light
         longer = names.count(name) > 1 and index == last_of_name[name]
         style = dict(linewidth=3.5, alpha=0.45, zorder=1) if longer else dict(linewidth=1.5, zorder=2)
         for column, axis, source in (("return_mean", axes[0], "evaluations.csv"),
