@@ -10,7 +10,7 @@ import pytest
 from scipy import stats
 
 from fake_algorithm import write_run
-from tiny_run import REPO_ROOT, run_script
+from tiny_run import REPO_ROOT, run_script, run_until_checkpoint_then_stop
 
 spec = importlib.util.spec_from_file_location("paper_length_analyze",
                                               os.path.join(REPO_ROOT, "docs", "paper_length", "analyze.py"))
@@ -24,6 +24,10 @@ spec = importlib.util.spec_from_file_location("paper_length_anchor",
                                               os.path.join(REPO_ROOT, "docs", "paper_length", "anchor.py"))
 anchor = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(anchor)
+spec = importlib.util.spec_from_file_location("paper_length_resume_store",
+                                              os.path.join(REPO_ROOT, "docs", "paper_length", "resume_store.py"))
+resume_store = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(resume_store)
 
 
 def write_setting(root, finished=True, num_tasks=3, levels=(("PPO", 100, 100), ("EPPO_ind", 100, 1000))):
@@ -220,3 +224,48 @@ def test_the_new_default_beside_the_old_refuses_an_empty_cut(tmp_path, capsys):
     write_setting(tmp_path / "new")  # every run complete again (300 steps)
     assert compare.main(argv + ["--up-to", "350"]) == 2
     assert "error: --up-to 350 is beyond the step every run has reached (300)" in capsys.readouterr().err
+
+
+def test_a_stashed_run_resumes_bit_for_bit_on_a_fresh_machine(tmp_path, capsys):
+    """The study's runs across machines (docs/paper_length/resume_store.py): a two-seed tiny PPO run stopped by
+    SIGTERM, its resume points stashed into a store, restored into the empty run root of a "fresh machine" and
+    resumed there, logs exactly the evaluations and plasticity of the same run left uninterrupted. Restore never moves
+    a run back; once the run has finished, stash drops its resume points and restore brings back its collected
+    outputs (summary.json included), so the sweep would skip it."""
+    flags = ("--num-seeds", "2", "--checkpoint-frequency", "128")
+    setting = os.path.join("paralysis", "HalfCheetah", "back-one", "PPO")
+    reference = tmp_path / "reference"
+    result = run_script("ppo_continuous.py", reference / "seed{seed}", *flags)
+    assert result.returncode == 0, result.stderr[-2000:]
+
+    first_runs, store = tmp_path / "machine1" / "runs", tmp_path / "repository" / "resume"
+    stopped = run_until_checkpoint_then_stop("ppo_continuous.py", first_runs / setting / "seed{seed}",
+                                             first_runs / setting / "seed2" / "checkpoint.pt", *flags)
+    assert stopped.returncode == 75, stopped.stderr[-2000:]
+    assert resume_store.main(["stash", str(first_runs), str(store)]) == 0
+    stashed = capsys.readouterr().out
+    step = resume_store.newest_checkpoint(str(store / setting / "seed1"))[1]
+    assert 0 < step < 512 and f"{setting}/seed2: checkpoint at {step:,} stashed" in stashed
+    assert sorted(os.listdir(store / setting / "seed1")) == sorted(resume_store.RESUME_FILES)
+    # the run root that holds the same checkpoint is not touched
+    assert resume_store.restore(str(first_runs), str(store), str(tmp_path / "no-outputs")) == []
+
+    second_runs = tmp_path / "machine2" / "runs"
+    assert resume_store.main(["restore", str(second_runs), str(store), str(tmp_path / "no-outputs")]) == 0
+    assert f"{setting}/seed1: resumes from the stored checkpoint at {step:,}" in capsys.readouterr().out
+    result = run_script("ppo_continuous.py", second_runs / setting / "seed{seed}", *flags)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert f"resuming {second_runs / setting / 'seed2'} from global_step {step} " in result.stdout  # not a fresh start
+    for seed in (1, 2):
+        for name in ("evaluations.csv", "plasticity.csv"):
+            assert (second_runs / setting / f"seed{seed}" / name).read_bytes() == \
+                (reference / f"seed{seed}" / name).read_bytes(), (seed, name)
+
+    # finished: stash drops the resume points; a third machine gets the collected outputs, summary.json included
+    assert resume_store.stash(str(second_runs), str(store)) == [
+        f"{setting}/seed{seed}: finished, its resume point dropped from the store" for seed in (1, 2)]
+    assert not (store / setting).exists() or resume_store.run_directories(str(store)) == []
+    third_runs = tmp_path / "machine3" / "runs"
+    assert len(resume_store.restore(str(third_runs), str(store), str(second_runs))) == 2
+    assert (third_runs / setting / "seed2" / "summary.json").read_bytes() == \
+        (second_runs / setting / "seed2" / "summary.json").read_bytes()

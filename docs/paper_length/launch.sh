@@ -7,6 +7,8 @@
 #   bash docs/paper_length/launch.sh --stop     # SIGTERM: every run writes a checkpoint and exits 75
 #   bash docs/paper_length/launch.sh --collect  # copy each run's small outputs (config.json, evaluations.csv,
 #                                               # plasticity.csv, summary.json) into docs/paper_length/outputs/ to commit
+#   bash docs/paper_length/launch.sh --stash    # after --stop: each unfinished run's resume point (its checkpoint.pt
+#                                               # and the logs up to it) into docs/paper_length/resume/ to commit
 #
 # PAPER_LENGTH_PIN, PAPER_LENGTH_ROOT and PAPER_LENGTH_OUTPUTS run the same study at another commit, in another
 # root, collected elsewhere (docs/paper_length_new_default/launch.sh: issue 30, at the new default);
@@ -15,6 +17,9 @@
 # (default /work/paper_length), and run the code of one pinned commit, cloned into $ROOT/code, so later commits
 # on main never change a run half-way (config.json records the commit). Finished runs (summary.json) are left
 # alone, unfinished ones resume bit-identically from their checkpoints (the same command), missing ones start.
+# A session's machine may be fresh (no $ROOT): each launch first restores, through docs/paper_length/resume_store.py,
+# the finished runs from the collected outputs and the unfinished ones from the committed resume points of the last
+# session's --stash (when ahead of what $RUNS holds), so the study goes on where it stopped on any machine.
 # Phases, in order, two processes at a time (one per core, `nice` so tests and benchmarks keep their priority):
 #   1. Ant-v5 paralysis back-one,         PPO and EPPO_ind, seeds 1-5 (one --num-seeds 5 process each)
 #   2. HalfCheetah-v5 paralysis back-one, PPO and EPPO_ind, seeds 1-8 (one --num-seeds 8 process each)
@@ -29,6 +34,8 @@ CODE=$ROOT/code
 RUNS=$ROOT/runs
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")" && git rev-parse --show-toplevel)
 OUTPUTS=${PAPER_LENGTH_OUTPUTS:-$REPO/docs/paper_length/outputs}
+STORE=${PAPER_LENGTH_STORE:-$(dirname "$OUTPUTS")/resume}  # the resume points of --stash, committed
+RESUME_STORE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/resume_store.py
 WORKERS=${PAPER_LENGTH_WORKERS:-2}  # processes at a time in phases 1-3 (one per core)
 PHASES=(
     "paralysis/Ant/back-one 1-5 5"
@@ -66,13 +73,19 @@ case ${1:-} in
             done
         done
         echo "copied into $dest"; exit 0 ;;
+    --stash)
+        if pgrep -f "$RUNNING" >/dev/null; then
+            echo "error: runs are still running; --stop them first (each writes a checkpoint), then --stash" >&2; exit 2
+        fi
+        python3 "$RESUME_STORE" stash "$RUNS" "$STORE" || exit
+        echo "stashed into $STORE (commit it)"; exit 0 ;;
     --stop)
         # the sweep forwards the TERM to its runs; the anchor's run_one.sh (no sweep above it) gets its own
         pkill -TERM -f "^bash $ROOT/code/scripts/sweep.sh" || echo "no sweep running"
         pkill -TERM -f "^bash $ROOT/code/scripts/run_one.sh $RUNS/none/" || echo "no anchor running"
         exit 0 ;;
     "") ;;
-    *) echo "usage: $0 [--status | --stop | --collect]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--status | --stop | --collect | --stash]" >&2; exit 2 ;;
 esac
 
 if pgrep -f "$RUNNING" >/dev/null; then
@@ -85,6 +98,8 @@ fi
 [[ $(git -C "$CODE" rev-parse HEAD) == "$PIN" ]] || { echo "error: $CODE is not at $PIN" >&2; exit 1; }
 mkdir -p "$RUNS"
 echo "[launch $(date '+%F %T')] code $PIN, runs in $RUNS" >>"$ROOT/launch.log"
+python3 "$RESUME_STORE" restore "$RUNS" "$STORE" "$OUTPUTS" | sed 's/^/[restore] /' | tee -a "$ROOT/launch.log"
+((PIPESTATUS[0] == 0)) || { echo "error: could not restore from $STORE and $OUTPUTS" >&2; exit 1; }
 (
     cd "$CODE" || exit 1
     for phase in "${PHASES[@]}"; do
