@@ -242,12 +242,18 @@ def test_a_stashed_run_resumes_bit_for_bit_on_a_fresh_machine(tmp_path, capsys):
     stopped = run_until_checkpoint_then_stop("ppo_continuous.py", first_runs / setting / "seed{seed}",
                                              first_runs / setting / "seed2" / "checkpoint.pt", *flags)
     assert stopped.returncode == 75, stopped.stderr[-2000:]
+    # as if the process had been killed between its seeds' checkpoints: seed 2's newest is a step behind seed 1's,
+    # so both are stashed at the step they share (seed 1's checkpoint.prev.pt)
+    seed2 = first_runs / setting / "seed2"
+    behind = resume_store.checkpoint_step_of_file(str(seed2 / "checkpoint.prev.pt"))
+    os.replace(seed2 / "checkpoint.prev.pt", seed2 / "checkpoint.pt")
     assert resume_store.main(["stash", str(first_runs), str(store)]) == 0
     stashed = capsys.readouterr().out
-    step = resume_store.newest_checkpoint(str(store / setting / "seed1"))[1]
-    assert 0 < step < 512 and f"{setting}/seed2: checkpoint at {step:,} stashed" in stashed
+    step = resume_store.newest_step(str(store / setting / "seed1"))
+    assert step == behind and 0 < step < resume_store.newest_step(str(first_runs / setting / "seed1"))
+    assert f"{setting}/seed1: checkpoint at {step:,} stashed" in stashed
     assert sorted(os.listdir(store / setting / "seed1")) == sorted(resume_store.RESUME_FILES)
-    # the run root that holds the same checkpoint is not touched
+    # a run root that holds the same or a later checkpoint is not touched
     assert resume_store.restore(str(first_runs), str(store), str(tmp_path / "no-outputs")) == []
 
     second_runs = tmp_path / "machine2" / "runs"

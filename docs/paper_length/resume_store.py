@@ -23,6 +23,7 @@ run that has finished (its outputs are collected by `launch.sh --collect`).
 """
 
 import argparse
+import json
 import os
 import shutil
 import sys
@@ -51,13 +52,30 @@ def checkpoint_step_of_file(path: str):
         return None
 
 
-def newest_checkpoint(run_dir: str) -> tuple:
-    """(path, step) of the newest readable checkpoint of ``run_dir`` (checkpoint.pt, else checkpoint.prev.pt), or
-    (None, None) when it has none."""
-    found = [(step, path) for path in (os.path.join(run_dir, name) for name in ("checkpoint.pt", "checkpoint.prev.pt"))
-             for step in [checkpoint_step_of_file(path)] if step is not None]
-    step, path = max(found, default=(None, None))
-    return path, step
+def readable_checkpoints(run_dir: str) -> dict:
+    """{step: path} of the checkpoints of ``run_dir`` that the scripts can read (checkpoint.pt, checkpoint.prev.pt)."""
+    found = {}
+    for path in (os.path.join(run_dir, name) for name in ("checkpoint.prev.pt", "checkpoint.pt")):
+        step = checkpoint_step_of_file(path)
+        if step is not None:
+            found[step] = path
+    return found
+
+
+def newest_step(run_dir: str):
+    """The step of the newest readable checkpoint of ``run_dir``, or None when it has none."""
+    return max(readable_checkpoints(run_dir), default=None)
+
+
+def processes(runs: str, run_list: list) -> list:
+    """``run_list`` grouped by the process that trains them (one --num-seeds K process writes K run directories):
+    the directories beside each other with the same --run-dir pattern and --num-seeds, in order."""
+    groups = {}
+    for run in run_list:
+        with open(os.path.join(runs, run, "config.json")) as f:
+            args = json.load(f)["args"]
+        groups.setdefault((os.path.dirname(run), args["run_dir"], args["num_seeds"]), []).append(run)
+    return list(groups.values())
 
 
 def copy_files(source: str, destination: str, names: tuple) -> None:
@@ -69,33 +87,40 @@ def copy_files(source: str, destination: str, names: tuple) -> None:
 
 def stash(runs: str, store: str) -> list:
     """Copy each unfinished run's resume point into ``store`` (replacing the stored one); drop the store's entry of
-    each finished run. Returns one line per run, as printed."""
-    lines = []
+    each finished run. The seeds of one process are stashed at one step: the newest that all of them hold (as the
+    scripts resume: a process stopped while writing its seeds' checkpoints leaves them a step apart). Returns one
+    line per run, as printed."""
+    lines, unfinished = [], []
     for run in run_directories(runs) if os.path.isdir(runs) else []:
-        run_dir, stored = os.path.join(runs, run), os.path.join(store, run)
-        if os.path.exists(os.path.join(run_dir, "summary.json")):
+        if not os.path.exists(os.path.join(runs, run, "summary.json")):
+            unfinished.append(run)
+        elif os.path.isdir(os.path.join(store, run)):
+            shutil.rmtree(os.path.join(store, run))
+            lines.append(f"{run}: finished, its resume point dropped from the store")
+    for process in processes(runs, unfinished):
+        by_step = [readable_checkpoints(os.path.join(runs, run)) for run in process]
+        common = set.intersection(*(set(steps) for steps in by_step))
+        if not common:
+            why = "no checkpoint yet" if not all(by_step) else "its seeds share no checkpoint step"
+            lines += [f"{run}: {why}, nothing stashed" for run in process]
+            continue
+        step = max(common)
+        for run, checkpoints in zip(process, by_step):
+            stored = os.path.join(store, run)
+            if newest_step(stored) == step:
+                lines.append(f"{run}: checkpoint at {step:,} already in the store")
+                continue
             if os.path.isdir(stored):
                 shutil.rmtree(stored)
-                lines.append(f"{run}: finished, its resume point dropped from the store")
-            continue
-        path, step = newest_checkpoint(run_dir)
-        if step is None:
-            lines.append(f"{run}: no checkpoint yet, nothing stashed")
-            continue
-        if newest_checkpoint(stored)[1] == step:
-            lines.append(f"{run}: checkpoint at {step:,} already in the store")
-            continue
-        if os.path.isdir(stored):
-            shutil.rmtree(stored)
-        copy_files(run_dir, stored, RESUME_FILES[1:])
-        shutil.copy2(path, os.path.join(stored, "checkpoint.pt"))  # checkpoint.prev.pt when checkpoint.pt was cut short
-        lines.append(f"{run}: checkpoint at {step:,} stashed")
+            copy_files(os.path.join(runs, run), stored, RESUME_FILES[1:])
+            shutil.copy2(checkpoints[step], os.path.join(stored, "checkpoint.pt"))  # checkpoint.prev.pt if behind
+            lines.append(f"{run}: checkpoint at {step:,} stashed")
     return lines
 
 
 def restore(runs: str, store: str, outputs: str) -> list:
-    """Copy into ``runs`` each finished run of ``outputs`` it lacks and each resume point of ``store`` that is ahead
-    of the run's own checkpoint. Returns one line per run copied, as printed."""
+    """Copy into ``runs`` each finished run of ``outputs`` it lacks and the resume points of each process in ``store``
+    that are ahead of the step the process would resume from in ``runs``. Returns one line per run copied."""
     lines = []
     for run in run_directories(outputs) if os.path.isdir(outputs) else []:
         source, run_dir = os.path.join(outputs, run), os.path.join(runs, run)
@@ -103,18 +128,22 @@ def restore(runs: str, store: str, outputs: str) -> list:
                 os.path.join(run_dir, "summary.json")):
             copy_files(source, run_dir, FINISHED_FILES)
             lines.append(f"{run}: finished, its outputs restored from {outputs}")
-    for run in run_directories(store) if os.path.isdir(store) else []:
-        stored, run_dir = os.path.join(store, run), os.path.join(runs, run)
-        if os.path.exists(os.path.join(run_dir, "summary.json")):
-            continue
-        stored_step, own_step = newest_checkpoint(stored)[1], newest_checkpoint(run_dir)[1]
+    stored_runs = [run for run in (run_directories(store) if os.path.isdir(store) else [])
+                   if not os.path.exists(os.path.join(runs, run, "summary.json"))]
+    for process in processes(store, stored_runs):
+        # the step the process would resume from now (as the scripts choose it: the newest all its seeds hold)
+        own = [set(readable_checkpoints(os.path.join(runs, run))) for run in process]
+        own_step = max(set.intersection(*own), default=None)
+        stored_step = newest_step(os.path.join(store, process[0]))
         if stored_step is None or (own_step is not None and own_step >= stored_step):
             continue
-        if os.path.exists(os.path.join(run_dir, "checkpoint.prev.pt")):  # of the directory's own, older attempt
-            os.remove(os.path.join(run_dir, "checkpoint.prev.pt"))
-        copy_files(stored, run_dir, RESUME_FILES)
-        lines.append(f"{run}: resumes from the stored checkpoint at {stored_step:,}"
-                     f"{'' if own_step is None else f' (its own was at {own_step:,})'}")
+        for run in process:
+            run_dir = os.path.join(runs, run)
+            if os.path.exists(os.path.join(run_dir, "checkpoint.prev.pt")):  # of the directory's own, older attempt
+                os.remove(os.path.join(run_dir, "checkpoint.prev.pt"))
+            copy_files(os.path.join(store, run), run_dir, RESUME_FILES)
+            lines.append(f"{run}: resumes from the stored checkpoint at {stored_step:,}"
+                         f"{'' if own_step is None else f' (its own was at {own_step:,})'}")
     return lines
 
 
