@@ -79,6 +79,7 @@ def processes(runs: str, run_list: list) -> list:
 
 
 def copy_files(source: str, destination: str, names: tuple) -> None:
+    """Copy the files ``names`` that ``source`` holds into ``destination`` (made when missing)."""
     os.makedirs(destination, exist_ok=True)
     for name in names:
         if os.path.exists(os.path.join(source, name)):
