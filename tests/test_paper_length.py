@@ -208,6 +208,12 @@ def test_the_new_default_beside_the_old(tmp_path, capsys):
     assert "| PPO | new | 1: 50, 2: 50, 3: 50 | 18 of 18 (100%) |" in out
     assert "| EPPO_ind | old | 1: 150, 2: 150, 3: 150 | 12 of 18 (67%) |" in out
     assert "### The new default alone (docs/paper_length/analyze.py)" in out
+    # seed 3 not yet collected at the new default: its runs are complete, but 2 of 3 seeds are no verdict
+    for method in ("PPO", "EPPO_ind"):
+        shutil.rmtree(tmp_path / "new" / "paralysis" / "Ant" / "back-one" / method / "seed3")
+    assert compare.main(["paralysis/Ant/back-one", "--new", str(tmp_path / "new"), "--old", str(tmp_path / "old")]) == 0
+    assert ("cut at step 300 of 300 per seed (every collected run complete, but only 2 of the 3 seeds; no verdict)"
+            in capsys.readouterr().out)
 
 
 def test_the_new_default_beside_the_old_refuses_an_empty_cut(tmp_path, capsys):

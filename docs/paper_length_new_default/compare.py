@@ -5,7 +5,7 @@
 Reads SETTING under docs/paper_length_new_default/outputs/ (the new default's runs, `launch.sh --collect`) and under
 docs/paper_length/outputs/ (the old default's, committed), {PPO,EPPO_ind}/seed<N>/ in each. Both are cut at the same
 step: --up-to, or else the last evaluation step that every new-default run has reached (the header says when runs
-are unfinished: no verdict then). Prints, in Markdown:
+are unfinished or when the new default has fewer seeds than the old one's 8 reporting seeds: no verdict then). Prints, in Markdown:
 1. per method and default: AULC and Final Return (scripts/summarize.py's definitions), mean ± se over seeds, IQM with
    its 95% bootstrap interval, every seed; the paper's one-sided paired t-test of "EPPO_ind > PPO" within each
    default, of "new > old" per method (paired by seed), and, once the runs are complete, the paper's numbers (15
@@ -136,9 +136,16 @@ def report(setting_name: str, new_root: str = NEW_OUTPUTS, old_root: str = OLD_O
         return 2
     steps_per_task = next(iter(loaded["new"]["PPO"].values()))[2]
     complete = up_to == total
-    print(f"### {setting}, the new default beside the old: cut at step {up_to:,} of {total:,} per seed "
-          + ("(every run complete)" if complete else f"(UNFINISHED: {up_to // steps_per_task} of "
-                                                     f"{total // steps_per_task} tasks ended; no verdict)"))
+    # the reporting seeds are the old default's (1-8): fewer collected at the new default is no verdict either
+    new_seeds = min(len(by_seed) for by_seed in loaded["new"].values())
+    old_seeds = max(len(by_seed) for by_seed in loaded["old"].values())
+    if not complete:
+        state = f"UNFINISHED: {up_to // steps_per_task} of {total // steps_per_task} tasks ended; no verdict"
+    elif new_seeds < old_seeds:
+        state = f"every collected run complete, but only {new_seeds} of the {old_seeds} seeds; no verdict"
+    else:
+        state = "every run complete"
+    print(f"### {setting}, the new default beside the old: cut at step {up_to:,} of {total:,} per seed ({state})")
     values = {default: metrics(loaded[default], up_to, steps_per_task) for default in DEFAULTS}
     print_side_by_side(values, setting, complete, up_to // steps_per_task)
     if setting.env == "Ant":
