@@ -216,6 +216,15 @@ def test_the_new_default_beside_the_old(tmp_path, capsys):
             in capsys.readouterr().out)
 
 
+@pytest.mark.parametrize("setting, tables", [("paralysis/Ant/back-one", "ant_tables.md"),
+                                             ("paralysis/HalfCheetah/back-one", "halfcheetah_tables.md")])
+def test_the_committed_new_default_tables_are_what_compare_prints_from_the_committed_outputs(setting, tables, capsys):
+    """Issue 30's tables are recomputable: compare.py on the committed outputs of both defaults prints them exactly."""
+    assert compare.main([setting]) == 0
+    with open(os.path.join(REPO_ROOT, "docs", "paper_length_new_default", tables)) as f:
+        assert capsys.readouterr().out == f.read()
+
+
 def test_the_new_default_beside_the_old_refuses_an_empty_cut(tmp_path, capsys):
     """A new-default run with only its step-0 evaluation (launched, not yet evaluated again) leaves nothing to
     compare: exit 2 with a message, not a division by zero; --up-to beyond the common step is refused the same way."""
