@@ -5,7 +5,8 @@
 Reads SETTING under docs/paper_length_new_default/outputs/ (the new default's runs, `launch.sh --collect`) and under
 docs/paper_length/outputs/ (the old default's, committed), {PPO,EPPO_ind}/seed<N>/ in each. Both are cut at the same
 step: --up-to, or else the last evaluation step that every new-default run has reached (the header says when runs
-are unfinished or when the new default has fewer seeds than the old one's 8 reporting seeds: no verdict then). Prints, in Markdown:
+are unfinished, or when the new default has fewer seeds than the old one's 8 reporting seeds: no verdict then).
+Prints, in Markdown:
 1. per method and default: AULC and Final Return (scripts/summarize.py's definitions), mean ± se over seeds, IQM with
    its 95% bootstrap interval, every seed; the paper's one-sided paired t-test of "EPPO_ind > PPO" within each
    default, of "new > old" per method (paired by seed), and, once the runs are complete, the paper's numbers (15
