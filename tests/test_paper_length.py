@@ -225,6 +225,18 @@ def test_the_committed_new_default_tables_are_what_compare_prints_from_the_commi
         assert capsys.readouterr().out == f.read()
 
 
+@pytest.mark.parametrize("study", ["paper_length"])
+def test_the_committed_anchor_tables_are_what_anchor_prints_from_the_committed_outputs(study, tmp_path, capsys):
+    """The stationary Ant anchor's table is recomputable with the documented command: anchor.py on the committed
+    outputs prints it exactly (the figure's path goes to stderr, not into the table)."""
+    outputs = os.path.join(REPO_ROOT, "docs", study, "outputs")
+    assert anchor.main([os.path.join(outputs, "none", "Ant", "PPO"), "--paralysis",
+                        os.path.join(outputs, "paralysis", "Ant", "back-one", "PPO"),
+                        "--plot", str(tmp_path / "anchor.png")]) == 0
+    with open(os.path.join(REPO_ROOT, "docs", study, "ant_anchor_tables.md")) as f:
+        assert capsys.readouterr().out == f.read()
+
+
 def test_the_new_default_beside_the_old_refuses_an_empty_cut(tmp_path, capsys):
     """A new-default run with only its step-0 evaluation (launched, not yet evaluated again) leaves nothing to
     compare: exit 2 with a message, not a division by zero; --up-to beyond the common step is refused the same way."""

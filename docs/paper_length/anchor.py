@@ -140,7 +140,7 @@ def plot(runs: dict, path: str, title: str) -> None:
     ax.legend(fontsize=7, ncol=3)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
-    print(f"wrote {path}")
+    print(f"wrote {path}", file=sys.stderr)  # stdout is the tables: `> ant_anchor_tables.md` gives them exactly
 
 
 def main(argv=None) -> int:
