@@ -148,7 +148,8 @@ def test_welch_test_against_the_papers_mean_and_standard_error():
 def test_anchor_table_and_its_check_against_the_paralysis_runs_task_0(tmp_path, capsys):
     """Stationary runs of 1,000 steps returning 990 at step 0 (standing still) and step * seed / 2 after it, against
     paralysis runs whose task 0 (500 steps) returns the same, except seed 3 from step 300 on."""
-    anchor_dir, paralysis_dir = tmp_path / "none" / "Ant" / "PPO", tmp_path / "paralysis" / "Ant" / "back-one" / "PPO"
+    outputs = tmp_path / "outputs"
+    anchor_dir, paralysis_dir = outputs / "none" / "Ant" / "PPO", outputs / "paralysis" / "Ant" / "back-one" / "PPO"
     for seed in (1, 2, 3):
         def returns(step, task, seed=seed):
             return 990.0 if step == 0 else step * seed / 2
@@ -158,7 +159,7 @@ def test_anchor_table_and_its_check_against_the_paralysis_runs_task_0(tmp_path, 
                   eval_frequency=100, returns=lambda step, task, seed=seed, same=returns:
                   same(step, task) + (1.0 if seed == 3 and step >= 300 else 0.0))
     assert anchor.main([str(anchor_dir), "--paralysis", str(paralysis_dir), "--milestone", "500",
-                        "--plot", str(tmp_path / "anchor.png")]) == 0
+                        "--beside", str(paralysis_dir), "--plot", str(tmp_path / "anchor.png")]) == 0
     assert (tmp_path / "anchor.png").stat().st_size > 10_000
     out = capsys.readouterr().out
     assert "cut at step 1,000 of 1,000 per seed (every run complete)" in out
@@ -170,6 +171,15 @@ def test_anchor_table_and_its_check_against_the_paralysis_runs_task_0(tmp_path, 
     # over seeds (250, 500, 750) * k: standard error 250 k / sqrt(3); seed 2 is above 990 only at step 1,000
     assert "| mean ± se (3 seeds) | 990 ± 0 | 500 ± 144 | 1,000 ± 289 | 590 ± 144 | 1,000 ± 289 | | 5 of 30 |" in out
     assert "| 1 | identical (6 evaluations) |" in out and "| 3 | differs from step 300 |" in out
+    # beside it, the paralysis runs over the same seeds and steps: seed 3's 8 evaluations from step 300 on are 1
+    # higher: at step 500 (250, 500, 751), se 144.6; means over the evaluations (340, 590, 840 + 8 / 11), se 144.6
+    assert "| the anchor (none/Ant/PPO) | 500 ± 144 | 1,000 ± 289 | 590 ± 144 |" in out
+    assert "| paralysis/Ant/back-one/PPO | 500 ± 145 | 1,000 ± 289 | 590 ± 145 |" in out
+    # a --beside directory without one of the anchor's seeds is refused: no mean over other seeds
+    shutil.rmtree(paralysis_dir / "seed3")
+    assert anchor.main([str(anchor_dir), "--beside", str(paralysis_dir)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and f"error: --beside {paralysis_dir}: seeds [3] missing or not at step 1,000" in err
 
     # an unfinished seed cuts every run at its last evaluation: no column at 1,000; seed 1's mean over its 7
     # evaluations up to step 600 is (990 + 50 * (1 + ... + 6)) / 7 = 291
@@ -230,8 +240,9 @@ def test_the_committed_anchor_tables_are_what_anchor_prints_from_the_committed_o
     """The stationary Ant anchor's table is recomputable with the documented command: anchor.py on the committed
     outputs prints it exactly (the figure's path goes to stderr, not into the table)."""
     outputs = os.path.join(REPO_ROOT, "docs", study, "outputs")
-    assert anchor.main([os.path.join(outputs, "none", "Ant", "PPO"), "--paralysis",
-                        os.path.join(outputs, "paralysis", "Ant", "back-one", "PPO"),
+    paralysis = os.path.join(outputs, "paralysis", "Ant", "back-one")
+    assert anchor.main([os.path.join(outputs, "none", "Ant", "PPO"), "--paralysis", os.path.join(paralysis, "PPO"),
+                        "--beside", os.path.join(paralysis, "PPO"), os.path.join(paralysis, "EPPO_ind"),
                         "--plot", str(tmp_path / "anchor.png")]) == 0
     with open(os.path.join(REPO_ROOT, "docs", study, "ant_anchor_tables.md")) as f:
         assert capsys.readouterr().out == f.read()

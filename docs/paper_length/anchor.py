@@ -2,6 +2,7 @@
 
     python docs/paper_length/anchor.py docs/paper_length/outputs/none/Ant/PPO
         [--paralysis docs/paper_length/outputs/paralysis/Ant/back-one/PPO] [--plot F.png] [--milestone 500000]
+        [--beside docs/paper_length/outputs/paralysis/Ant/back-one/PPO docs/paper_length/outputs/paralysis/...]
 
 Reads ANCHOR_DIR/seed<N>/ (config.json, evaluations.csv; copied there by `launch.sh --collect`): PPO runs with
 `--experiment none` and the paper's settings otherwise. Every run is cut at the last evaluation step every run has
@@ -13,8 +14,13 @@ reached; the header says whether that is the end. Prints, in Markdown:
 2. with --paralysis (the PPO runs of the paralysis study): paralysis task 0 is the intact robot, so the anchor's
    first --milestone steps are the same training as the study's task 0 and must give the same evaluations, bit for
    bit (same seed, same code; the runs batch different seeds together, which must not matter). Per seed:
-   "identical" with the number of evaluations compared, or the first step at which they differ.
-With --plot: every seed's curve (thin), the mean (thick) and the seeds' mean step-0 return (dashed).
+   "identical" with the number of evaluations compared, or the first step at which they differ;
+3. with --beside (other runs, e.g. the paralysis study's PPO and EPPO_ind): the anchor's mean ± se row, and each
+   of those runs' over the same seeds and the same steps, so the intact robot and the paralysed one are read side
+   by side.
+With --plot: every seed's curve (thin), the mean (thick) and the seeds' mean step-0 return (dashed), and each
+--beside directory's mean over the same seeds (thick, dotted). A directory without runs, or a --beside directory
+without one of the anchor's seeds at the anchor's last step: a one-line error, exit 2, before any table.
 """
 
 import argparse
@@ -77,7 +83,23 @@ def compare(anchor_dir: str, paralysis_dir: str, up_to: int) -> str:
     return f"identical ({len(first)} evaluations)"
 
 
-def report(anchor_dir: str, paralysis_dir=None, plot_path=None, milestone: int = MILESTONE) -> int:
+def label(directory: str) -> str:
+    """A --beside directory's name in the tables: its path below outputs/ (e.g. paralysis/Ant/back-one/PPO)."""
+    parts = os.path.normpath(directory).split(os.sep)
+    return "/".join(parts[len(parts) - parts[::-1].index("outputs"):]) if "outputs" in parts else directory
+
+
+def beside_runs(directory: str, seeds: list, up_to: int) -> dict:
+    """seed -> evaluations up to ``up_to`` of the --beside runs in ``directory`` with the anchor's seeds; every one
+    must exist and have reached ``up_to``, or the comparison would not be over the same seeds and steps."""
+    loaded = load(directory)
+    missing = [seed for seed in seeds if seed not in loaded or loaded[seed][1][-1].global_step < up_to]
+    if missing:
+        raise SystemExit(f"error: --beside {directory}: seeds {missing} missing or not at step {up_to:,}")
+    return {seed: [e for e in loaded[seed][1] if e.global_step <= up_to] for seed in seeds}
+
+
+def report(anchor_dir: str, paralysis_dir=None, plot_path=None, milestone: int = MILESTONE, beside=()) -> int:
     loaded = load(anchor_dir)
     with open(os.path.join(next(iter(loaded.values()))[0], "config.json")) as f:
         config = json.load(f)
@@ -85,6 +107,7 @@ def report(anchor_dir: str, paralysis_dir=None, plot_path=None, milestone: int =
     up_to = min(evaluations[-1].global_step for _, evaluations in loaded.values())
     runs = {seed: [e for e in evaluations if e.global_step <= up_to] for seed, (_, evaluations) in loaded.items()}
     milestones = list(range(milestone, up_to + 1, milestone))
+    others = {label(directory): beside_runs(directory, list(runs), up_to) for directory in beside}  # before printing
     print(f"### {config['args']['env_id']}, stationary, our PPO: cut at step {up_to:,} of {total:,} per seed "
           + ("(every run complete)" if up_to == total else "(UNFINISHED)"))
     print("\n| seed | step 0 (standing still) | " + " | ".join(f"at {m:,}" for m in milestones)
@@ -115,13 +138,25 @@ def report(anchor_dir: str, paralysis_dir=None, plot_path=None, milestone: int =
             verdict = compare(run_dir, study[seed][0], milestone) if seed in study else "no paralysis run"
             print(f"| {seed} | {verdict} |")
 
+    if others:
+        print(f"\n#### Beside it: the same seeds ({', '.join(map(str, runs))}) over the same steps, mean ± se\n")
+        print("| runs | " + " | ".join(f"at {m:,}" for m in milestones)
+              + f" | mean over the evaluations up to {up_to:,} |")
+        print("|---|" + "---|" * (len(milestones) + 1))
+        for name, table in [(f"the anchor ({label(anchor_dir)})", rows)] + [
+                (name, {seed: seed_row(evaluations, milestones) for seed, evaluations in other.items()})
+                for name, other in others.items()]:
+            print(f"| {name} | " + " | ".join(column([r["milestones"][i] for r in table.values()])
+                                              for i in range(len(milestones)))
+                  + f" | {column([r['aulc'] for r in table.values()])} |")
+
     if plot_path:
         plot(runs, plot_path, f"{config['args']['env_id']}, stationary, our PPO: every seed (thin) and the mean "
-                              f"(thick); dashed: standing still (step 0)")
+                              f"(thick); dashed: standing still (step 0)", others)
     return 0
 
 
-def plot(runs: dict, path: str, title: str) -> None:
+def plot(runs: dict, path: str, title: str, others=None) -> None:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -133,6 +168,10 @@ def plot(runs: dict, path: str, title: str) -> None:
                 label=f"seed {seed}")
     mean = np.mean([[e.return_mean for e in evaluations[:len(steps)]] for evaluations in runs.values()], axis=0)
     ax.plot(steps, mean, lw=2.5, color="black", label="mean")
+    colors = ["darkred", "darkblue", "darkgreen", "darkmagenta"]  # apart from the seeds' colours
+    for i, (name, other) in enumerate((others or {}).items()):
+        ax.plot(steps, np.mean([[e.return_mean for e in evaluations[:len(steps)]] for evaluations in other.values()],
+                               axis=0), lw=2.5, ls=":", color=colors[i % len(colors)], label=f"{name} (mean)")
     ax.axhline(np.mean([evaluations[0].return_mean for evaluations in runs.values()]), ls="--", color="grey")
     ax.set_xlabel("environment steps")
     ax.set_ylabel("evaluation return (10 episodes)")
@@ -149,13 +188,22 @@ def main(argv=None) -> int:
     parser.add_argument("--paralysis",
                         help="the paralysis study's PPO runs, to check the first --milestone steps against")
     parser.add_argument("--plot", help="also draw the curves into this image file")
+    parser.add_argument("--beside", nargs="+", default=[], metavar="DIR",
+                        help="other runs (e.g. the paralysis study's PPO and EPPO_ind) to print, and plot, over the "
+                             "anchor's seeds and steps")
     parser.add_argument("--milestone", type=int, default=MILESTONE,
                         help=f"print the return every this many steps; also the steps checked against --paralysis "
                              f"(default {MILESTONE:,}: the paper's task length, paralysis task 0)")
     args = parser.parse_args(argv)
     if args.milestone < 1:
         parser.error(f"--milestone must be >= 1, got {args.milestone}")
-    return report(args.anchor_dir, args.paralysis, args.plot, args.milestone)
+    try:
+        return report(args.anchor_dir, args.paralysis, args.plot, args.milestone, args.beside)
+    except SystemExit as error:  # load()'s and beside_runs()'s messages name the bad directory: exit 2, as argparse
+        if not isinstance(error.code, str):
+            raise
+        print(error.code, file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":
