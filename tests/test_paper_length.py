@@ -188,6 +188,16 @@ def test_anchor_table_and_its_check_against_the_paralysis_runs_task_0(tmp_path, 
     assert anchor.main([str(anchor_dir), "--milestone", "500"]) == 0
     out = capsys.readouterr().out
     assert "cut at step 600 of 1,000 per seed (UNFINISHED)" in out and "| 1 | 990 | 250 | 291 | 300 (600) |" in out
+    # seed 2 stopped at step 400, before the first milestone: no empty column; seed 2 is checked against task 0 as far
+    # as it has got (5 evaluations, steps 0-400), seed 1 over all 6 up to step 500; seed 3 has no paralysis run any
+    # more. Seed 1 up to step 400: (990 + 50 * (1 + ... + 4)) / 5 = 298
+    path.write_text("\n".join(path.read_text().splitlines()[:6]) + "\n")  # steps 0-400
+    assert anchor.main([str(anchor_dir), "--paralysis", str(paralysis_dir), "--milestone", "500"]) == 0
+    out = capsys.readouterr().out
+    assert "| seed | step 0 (standing still) | mean over all evaluations | best evaluation" in out
+    assert "| 1 | 990 | 298 | 200 (400) | never | 0 of 4 |" in out
+    assert "| 1 | identical (6 evaluations) |" in out and "| 3 | no paralysis run |" in out
+    assert "| 2 | identical so far (5 evaluations, up to step 400) |" in out
 
 
 spec = importlib.util.spec_from_file_location("paper_length_compare",

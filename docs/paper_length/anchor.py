@@ -73,11 +73,15 @@ def evaluation_rows(run_dir: str, up_to: int) -> list:
 
 def compare(anchor_dir: str, paralysis_dir: str, up_to: int) -> str:
     """'identical (n evaluations)' when both runs' evaluations up to ``up_to`` are equal in every field as written
-    (return mean, std, min and max, episodes); else the first step at which they differ."""
+    (return mean, std, min and max, episodes); 'identical so far' while the anchor has not reached ``up_to`` yet and
+    all it has evaluated is; else the first step at which they differ."""
     first, second = evaluation_rows(anchor_dir, up_to), evaluation_rows(paralysis_dir, up_to)
     for a, b in zip(first, second):
         if a != b:
             return f"differs from step {int(a['global_step']):,}"
+    if first and len(first) < len(second) and int(first[-1]["global_step"]) < up_to == int(second[-1]["global_step"]):
+        # the anchor is still running: what it has evaluated so far is compared, and said to be a part
+        return f"identical so far ({len(first)} evaluations, up to step {int(first[-1]['global_step']):,})"
     if len(first) != len(second):
         return f"differs: {len(first)} vs {len(second)} evaluations"
     return f"identical ({len(first)} evaluations)"
@@ -110,24 +114,32 @@ def report(anchor_dir: str, paralysis_dir=None, plot_path=None, milestone: int =
     others = {label(directory): beside_runs(directory, list(runs), up_to) for directory in beside}  # before printing
     print(f"### {config['args']['env_id']}, stationary, our PPO: cut at step {up_to:,} of {total:,} per seed "
           + ("(every run complete)" if up_to == total else "(UNFINISHED)"))
-    print("\n| seed | step 0 (standing still) | " + " | ".join(f"at {m:,}" for m in milestones)
-          + " | mean over all evaluations | best evaluation after step 0 (step) | first step above standing still "
-          "| later evaluations above it |")
-    print("|---:|" + "---:|" * (len(milestones) + 5))
-    rows = {seed: seed_row(evaluations, milestones) for seed, evaluations in runs.items()}
-    for seed, row in rows.items():
-        first = "never" if row["first_above"] is None else f"{row['first_above']:,}"
-        print(f"| {seed} | {row['standing']:,.0f} | " + " | ".join(f"{v:,.0f}" for v in row["milestones"])
-              + f" | {row['aulc']:,.0f} | {row['best'][0]:,.0f} ({row['best'][1]:,}) | {first} "
-              f"| {row['above']} of {row['later']} |")
+    def line(cells) -> str:
+        """One Markdown table row (no empty cell where no milestone has been reached yet)."""
+        return "|" + "|".join(f" {cell} " if cell else " " for cell in cells) + "|"
 
     def column(values) -> str:
         return "{:,.0f} ± {:,.0f}".format(*summarize.mean_se(values))
 
-    print(f"| mean ± se ({len(rows)} seeds) | {column([r['standing'] for r in rows.values()])} | "
-          + " | ".join(column([r["milestones"][i] for r in rows.values()]) for i in range(len(milestones)))
-          + f" | {column([r['aulc'] for r in rows.values()])} | {column([r['best'][0] for r in rows.values()])} "
-          f"| | {sum(r['above'] for r in rows.values())} of {sum(r['later'] for r in rows.values())} |")
+    at = [f"at {m:,}" for m in milestones]
+    print("\n" + line(["seed", "step 0 (standing still)", *at, "mean over all evaluations",
+                       "best evaluation after step 0 (step)", "first step above standing still",
+                       "later evaluations above it"]))
+    print("|---:|" + "---:|" * (len(milestones) + 5))
+    rows = {seed: seed_row(evaluations, milestones) for seed, evaluations in runs.items()}
+    for seed, row in rows.items():
+        first = "never" if row["first_above"] is None else f"{row['first_above']:,}"
+        print(line([str(seed), f"{row['standing']:,.0f}", *(f"{v:,.0f}" for v in row["milestones"]),
+                    f"{row['aulc']:,.0f}", f"{row['best'][0]:,.0f} ({row['best'][1]:,})", first,
+                    f"{row['above']} of {row['later']}"]))
+
+    def milestone_columns(table: dict) -> list:
+        return [column([r["milestones"][i] for r in table.values()]) for i in range(len(milestones))]
+
+    print(line([f"mean ± se ({len(rows)} seeds)", column([r["standing"] for r in rows.values()]),
+                *milestone_columns(rows), column([r["aulc"] for r in rows.values()]),
+                column([r["best"][0] for r in rows.values()]), "",
+                f"{sum(r['above'] for r in rows.values())} of {sum(r['later'] for r in rows.values())}"]))
 
     if paralysis_dir:
         study = load(paralysis_dir)
@@ -140,15 +152,12 @@ def report(anchor_dir: str, paralysis_dir=None, plot_path=None, milestone: int =
 
     if others:
         print(f"\n#### Beside it: the same seeds ({', '.join(map(str, runs))}) over the same steps, mean ± se\n")
-        print("| runs | " + " | ".join(f"at {m:,}" for m in milestones)
-              + f" | mean over the evaluations up to {up_to:,} |")
+        print(line(["runs", *at, f"mean over the evaluations up to {up_to:,}"]))
         print("|---|" + "---|" * (len(milestones) + 1))
         for name, table in [(f"the anchor ({label(anchor_dir)})", rows)] + [
                 (name, {seed: seed_row(evaluations, milestones) for seed, evaluations in other.items()})
                 for name, other in others.items()]:
-            print(f"| {name} | " + " | ".join(column([r["milestones"][i] for r in table.values()])
-                                              for i in range(len(milestones)))
-                  + f" | {column([r['aulc'] for r in table.values()])} |")
+            print(line([name, *milestone_columns(table), column([r["aulc"] for r in table.values()])]))
 
     if plot_path:
         plot(runs, plot_path, f"{config['args']['env_id']}, stationary, our PPO: every seed (thin) and the mean "
