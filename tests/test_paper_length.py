@@ -245,7 +245,7 @@ def test_the_committed_new_default_tables_are_what_compare_prints_from_the_commi
         assert capsys.readouterr().out == f.read()
 
 
-@pytest.mark.parametrize("study", ["paper_length"])
+@pytest.mark.parametrize("study", ["paper_length", "paper_length_new_default"])
 def test_the_committed_anchor_tables_are_what_anchor_prints_from_the_committed_outputs(study, tmp_path, capsys):
     """The stationary Ant anchor's table is recomputable with the documented command: anchor.py on the committed
     outputs prints it exactly (the figure's path goes to stderr, not into the table)."""
