@@ -114,6 +114,7 @@ def report(anchor_dir: str, paralysis_dir=None, plot_path=None, milestone: int =
     others = {label(directory): beside_runs(directory, list(runs), up_to) for directory in beside}  # before printing
     print(f"### {config['args']['env_id']}, stationary, our PPO: cut at step {up_to:,} of {total:,} per seed "
           + ("(every run complete)" if up_to == total else "(UNFINISHED)"))
+
     def line(cells) -> str:
         """One Markdown table row (no empty cell where no milestone has been reached yet)."""
         return "|" + "|".join(f" {cell} " if cell else " " for cell in cells) + "|"
