@@ -630,9 +630,12 @@ def ppo_loss(agent, mb, args: Args) -> tuple:
     return {"actor": actor_loss, "critic": critic_loss}, stats
 
 
-# EPPO: the evidential/ tags (docs/eppo.md): rollout means of the evidence, then minibatch means of the critic's gradient
+# EPPO: the evidential/ tags (docs/eppo.md): rollout means of the evidence, its extremes, omega's error near
+# terminations and elsewhere (issue 46), then minibatch means of the critic's gradient
 EVIDENTIAL_TAGS = ("omega", "aleatoric_variance", "epistemic_variance", "advantage_std", "ucb_bonus", "alpha", "nu",
-                   "beta", "student_t_scale", "targets_outside_2_scales", "zeta")
+                   "beta", "student_t_scale", "targets_outside_2_scales", "zeta", "nu_min", "value_var_max",
+                   "error_near_termination", "error_elsewhere")
+TERMINATION_WINDOW = 50  # steps before a termination that count as "near" it (evidential/error_near_termination)
 GRADIENT_TAGS = ("critic_grad_norm", "grad_share_omega", "grad_share_nu", "grad_share_alpha", "grad_share_beta")
 
 
@@ -654,13 +657,35 @@ def head_gradient_shares(weight_grad: torch.Tensor, bias_grad: torch.Tensor) -> 
     return squared / squared.sum(-1, keepdim=True).clamp_min(torch.finfo(squared.dtype).tiny)
 
 
-def evidential_diagnostics(values, nu, alpha, beta, advantage_stds, returns, kappa: float) -> torch.Tensor:
-    """EPPO: each seed's means over the rollout of EVIDENTIAL_TAGS' quantities, (seeds, 11)."""
+def near_termination(terminations: torch.Tensor, dones: torch.Tensor, window: int = TERMINATION_WINDOW) -> torch.Tensor:
+    """EPPO: 1.0 on the steps t of a (T, ...) rollout whose own episode terminates at one of the steps t, ..., t +
+    window - 1 of the rollout (``terminations[s]`` = 1: s_{s+1} is terminal), else 0.0; a truncation ends the
+    episode without a termination. Counted backwards in time, as GAE is."""
+    near = torch.zeros_like(terminations)
+    steps_to_termination = torch.full_like(terminations[0], math.inf)
+    for t in reversed(range(terminations.shape[0])):
+        steps_to_termination = torch.where(terminations[t] > 0, 0.0,
+                                           torch.where(dones[t] > 0, math.inf, steps_to_termination + 1.0))
+        near[t] = (steps_to_termination < window).to(near.dtype)
+    return near
+
+
+def evidential_diagnostics(values, nu, alpha, beta, advantage_stds, returns, kappa: float,
+                           near: torch.Tensor) -> torch.Tensor:
+    """EPPO: each seed's EVIDENTIAL_TAGS quantities over the rollout, (seeds, 15): the means of the evidence, the
+    smallest nu and largest var[V], and the mean |R - omega| on the steps ``near`` a termination (near_termination)
+    and on the rest (NaN where there are none). Every input (seeds, T, envs)."""
     aleatoric_vars, epistemic_vars = nig_variance_split(nu, alpha, beta)
     scales = student_t_scale(nu, alpha, beta)
-    return torch.stack([values, aleatoric_vars, epistemic_vars, advantage_stds, kappa * advantage_stds, alpha, nu, beta,
-                        scales, ((returns - values).abs() > 2.0 * scales).float(),
-                        nll_error_rescaling(returns - values, nu, alpha, beta)], dim=1).flatten(2).mean(-1)
+    errors = (returns - values).abs()
+    means = torch.stack([values, aleatoric_vars, epistemic_vars, advantage_stds, kappa * advantage_stds, alpha, nu, beta,
+                         scales, (errors > 2.0 * scales).float(),
+                         nll_error_rescaling(returns - values, nu, alpha, beta)], dim=1).flatten(2).mean(-1)
+    errors, near = errors.flatten(1), near.flatten(1)
+    extremes_and_errors = torch.stack([
+        nu.flatten(1).amin(-1), nig_value_variance(nu, alpha, beta).flatten(1).amax(-1),
+        (errors * near).sum(-1) / near.sum(-1), (errors * (1.0 - near)).sum(-1) / (1.0 - near).sum(-1)], dim=1)
+    return torch.cat([means, extremes_and_errors], dim=1)
 
 
 # ---- One iteration: rollout (below the marker), advantages, update, logging ----
@@ -687,7 +712,9 @@ def compute_advantages(run, rollout, args: Args) -> dict:
                                                          args.ucb_in_returns)
     batch = {"obs": rollout.obs, "actions": rollout.actions, "old_log_probs": old_log_probs,
              "advantages": flat(advantages), "returns": flat(returns), "values": flat(values),
-             "evidential": evidential_diagnostics(values, nu, alpha, beta, advantage_stds, returns, args.kappa)}  # EPPO
+             "evidential": evidential_diagnostics(values, nu, alpha, beta, advantage_stds, returns, args.kappa,  # EPPO
+                                                  time_major(near_termination(time_major(rollout.terminations),
+                                                                              time_major(rollout.dones))))}
     if args.norm_adv:  # Algorithm 1, line 19: normalized over each seed's whole batch, once, after the returns
         batch["advantages"] = normalize_advantages(batch["advantages"])
     return batch

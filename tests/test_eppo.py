@@ -27,8 +27,10 @@ from eppo_continuous import (
     EvidentialCritic,
     default_kappa,
     method_name,
+    near_termination,
     evidence_transform,
     evidential_critic_loss,
+    evidential_diagnostics,
     gamma_mode,
     head_gradient_shares,
     hyperprior_weight,
@@ -449,7 +451,7 @@ EVIDENTIAL_TAGS = ["evidential/" + name for name in ("omega", "aleatoric_varianc
                                                       "advantage_std", "ucb_bonus", "alpha", "nu", "beta")]
 EVIDENTIAL_TAGS += ["evidential/" + name for name in (
     "student_t_scale", "targets_outside_2_scales", "zeta", "critic_grad_norm", "grad_share_omega", "grad_share_nu",
-    "grad_share_alpha", "grad_share_beta")]
+    "grad_share_alpha", "grad_share_beta", "nu_min", "value_var_max", "error_elsewhere")]
 EVIDENTIAL_TAGS += ["losses/nll", "losses/hyperprior", "losses/value_loss", "plasticity/critic_max_abs_grad"]
 
 
@@ -716,3 +718,52 @@ def test_method_name_marks_every_departure_from_the_defaults():
     names = {method_name(dataclasses.replace(Args(), **{field: value})) for field, value in
              (("xi", 0.1), ("xi", 1.0), ("hyperprior_reduction", "once"), ("hyperprior_reduction", "sum"))}
     assert len(names) == 4
+
+
+# ---- Issue 46: the diagnostics that tell the critic's mechanisms apart ----
+
+
+def _near_termination_brute_force(terminations, dones, window):
+    """For each step t: does its episode terminate at some s in t .. t + window - 1 with no episode end before s?"""
+    T, n = terminations.shape
+    near = np.zeros((T, n))
+    for i in range(n):
+        for t in range(T):
+            for s in range(t, min(T, t + window)):
+                if terminations[s, i]:
+                    near[t, i] = 1.0
+                    break
+                if dones[s, i]:
+                    break
+    return near
+
+
+@pytest.mark.parametrize("window", [1, 3, 50])
+def test_near_termination_matches_brute_force(window):
+    rng = np.random.default_rng(window)
+    terminations = (rng.random((40, 6)) < 0.08).astype(np.float32)
+    truncations = (rng.random((40, 6)) < 0.08).astype(np.float32)
+    dones = np.maximum(terminations, truncations)
+    near = near_termination(torch.from_numpy(terminations), torch.from_numpy(dones), window).numpy()
+    np.testing.assert_array_equal(near, _near_termination_brute_force(terminations, dones, window))
+    assert near_termination(torch.zeros(5, 2), torch.ones(5, 2), window).sum() == 0  # truncations only: never near
+
+
+def test_evidential_diagnostics_extremes_and_termination_errors():
+    """nu_min, value_var_max and the two error means against a by-hand computation on a (2 seeds, 4 steps, 1 env)
+    rollout; a seed with no step near a termination gets NaN there, not 0."""
+    values = torch.tensor([[0.0, 1.0, 2.0, 3.0], [0.0, 0.0, 0.0, 0.0]])[..., None]
+    returns = torch.tensor([[1.0, 3.0, 2.5, 3.0], [1.0, -1.0, 2.0, 0.5]])[..., None]
+    nu = torch.tensor([[0.5, 2.0, 1.0, 3.0], [4.0, 5.0, 6.0, 0.25]])[..., None]
+    alpha = torch.full_like(nu, 2.0)
+    beta = torch.tensor([[1.0, 1.0, 1.0, 1.0], [1.0, 2.0, 1.0, 1.0]])[..., None]
+    near = torch.tensor([[1.0, 1.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0]])[..., None]
+    diagnostics = evidential_diagnostics(values, nu, alpha, beta, torch.zeros_like(nu), returns, 0.0, near)
+    assert diagnostics.shape == (2, 15)
+    nu_min, value_var_max, near_error, elsewhere_error = diagnostics[:, 11:].unbind(-1)
+    np.testing.assert_array_equal(nu_min.numpy(), [0.5, 0.25])
+    # var[V] = beta / (alpha - 1) (1 + 1/nu): seed 0's largest at nu = 0.5 (3.0), seed 1's at nu = 0.25 (5.0)
+    np.testing.assert_allclose(value_var_max.numpy(), [3.0, 5.0])
+    np.testing.assert_allclose(near_error[0].item(), (1.0 + 2.0) / 2)
+    np.testing.assert_allclose(elsewhere_error.numpy(), [(0.5 + 0.0) / 2, (1.0 + 1.0 + 2.0 + 0.5) / 4])
+    assert math.isnan(near_error[1].item())

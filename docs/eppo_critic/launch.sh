@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# Issue 46: the walk from PPO to EPPO_ind on Ant-v5 paralysis back-one, the paper's protocol cut to its first 5
+# tasks (2.5 M steps, torque 1 -> 0), on the grid-search seeds 1001-1003 (never the reporting seeds), one
+# process per configuration with --num-seeds 3, two processes at a time, `nice`.
+#
+#   bash docs/eppo_critic/launch.sh            # start (or resume) every unfinished run, in the background
+#   bash docs/eppo_critic/launch.sh --status   # steps done per run
+#   bash docs/eppo_critic/launch.sh --stop     # SIGTERM: every run writes a checkpoint and exits 75
+#   bash docs/eppo_critic/launch.sh --collect  # small outputs (+ the evidential/ scalars) into docs/eppo_critic/outputs/
+#   bash docs/eppo_critic/launch.sh --stash    # after --stop: each unfinished run's resume point, to commit
+#
+# Each configuration runs the code of its own pinned commit (cloned into $ROOT/code/<commit>), so later commits on
+# main never change a run half-way; config.json records the commit. PPO's line needs nothing the walk added, so
+# it started at once; the EPPO lines run the commit that added the critic's diagnostics (evidential/nu_min, ...).
+# Carried across sessions and machines as docs/paper_length's runs are (its resume_store.py).
+set -u
+ROOT=${EPPO_CRITIC_ROOT:-/work/eppo_critic}
+RUNS=$ROOT/runs
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")" && git rev-parse --show-toplevel)
+HERE=$REPO/docs/eppo_critic
+OUTPUTS=$HERE/outputs
+STORE=$HERE/resume
+RESUME_STORE=$REPO/docs/paper_length/resume_store.py
+WORKERS=${EPPO_CRITIC_WORKERS:-2}
+PROTOCOL="--env-id Ant-v5 --experiment paralysis --strategy back-one --num-tasks 5 --seed 1001 --num-seeds 3 \
+--torch-threads 1 --env-threads 1"
+# name | pinned commit | script | the configuration's own flags (everything else: the script's defaults)
+CONFIGS=(
+    "PPO|af688c07ad5255201fe5204349079dbd653e9ee3|ppo_continuous.py|"
+    "EPPO_mse_mean|EPPO_PIN|eppo_continuous.py|--critic-loss mse --variant mean"
+    "EPPO_mean|EPPO_PIN|eppo_continuous.py|--variant mean"
+    "EPPO_ind|EPPO_PIN|eppo_continuous.py|--variant ind --kappa 0.01"
+)
+EPPO_PIN=$(cat "$HERE/eppo_pin" 2>/dev/null)
+RUNNING="^bash $REPO/scripts/run_one.sh $RUNS/"
+
+status() {
+    python3 - "$RUNS" <<'PY'
+import csv, glob, json, os, sys
+root = sys.argv[1]
+print(f"{'run':<34} {'steps':>9} {'of':>9}  state")
+for config in sorted(glob.glob(os.path.join(root, "**", "config.json"), recursive=True)):
+    run_dir = os.path.dirname(config)
+    total = json.load(open(config))["total_steps"]
+    path = os.path.join(run_dir, "evaluations.csv")
+    rows = list(csv.DictReader(open(path))) if os.path.exists(path) else []
+    step = int(rows[-1]["global_step"]) if rows else 0
+    state = "finished" if os.path.exists(os.path.join(run_dir, "summary.json")) else "unfinished"
+    print(f"{os.path.relpath(run_dir, root):<34} {step:>9,} {total:>9,}  {state}")
+PY
+}
+
+case ${1:-} in
+    --status) status; exit 0 ;;
+    --collect)
+        (cd "$RUNS" && find . -name config.json -printf '%h\n') | while read -r run; do
+            mkdir -p "$OUTPUTS/$run"
+            for name in config.json evaluations.csv plasticity.csv summary.json; do
+                [[ -f $RUNS/$run/$name ]] && cp "$RUNS/$run/$name" "$OUTPUTS/$run/$name"
+            done
+            # the TensorBoard scalars the analysis reads (the event files are megabytes; these are kilobytes)
+            python3 "$HERE/scalars.py" "$RUNS/$run" "$OUTPUTS/$run/scalars.csv" || exit 1
+        done
+        echo "copied into $OUTPUTS"; exit 0 ;;
+    --stash)
+        if pgrep -f "$RUNNING" >/dev/null; then
+            echo "error: runs are still running; --stop them first, then --stash" >&2; exit 2
+        fi
+        python3 "$RESUME_STORE" stash "$RUNS" "$STORE" || exit
+        echo "stashed into $STORE (commit it)"; exit 0 ;;
+    --stop) pkill -TERM -f "$RUNNING" || echo "nothing running"; exit 0 ;;
+    "") ;;
+    *) echo "usage: $0 [--status | --stop | --collect | --stash]" >&2; exit 2 ;;
+esac
+
+mkdir -p "$RUNS" "$ROOT/code"
+echo "[launch $(date '+%F %T')] runs in $RUNS" >>"$ROOT/launch.log"
+python3 "$RESUME_STORE" restore "$RUNS" "$STORE" "$OUTPUTS" | sed 's/^/[restore] /' | tee -a "$ROOT/launch.log"
+lines=()
+for config in "${CONFIGS[@]}"; do
+    IFS='|' read -r name pin script flags <<<"$config"
+    [[ $pin == EPPO_PIN ]] && pin=$EPPO_PIN
+    if [[ -z $pin ]]; then echo "skipping $name: no pinned commit yet ($HERE/eppo_pin)"; continue; fi
+    if pgrep -f "$RUNNING$name/" >/dev/null; then echo "already running: $name"; continue; fi
+    code=$ROOT/code/$pin
+    if [[ ! -d $code/.git ]]; then
+        git clone --quiet --no-checkout "$REPO" "$code" && git -C "$code" checkout --quiet --detach "$pin" || {
+            echo "error: could not clone $REPO at $pin into $code" >&2; exit 1; }
+    fi
+    lines+=("$RUNS/$name/seed1001|python3 $code/$script $PROTOCOL $flags --run-dir '$RUNS/$name/seed{seed}'")
+done
+(
+    for line in "${lines[@]}"; do
+        IFS='|' read -r run_dir command <<<"$line"
+        # at most WORKERS runs at a time, counting those an earlier launch started (still running)
+        while (($(pgrep -fc "$RUNNING") >= WORKERS)); do sleep 30; done
+        nice -n 19 bash "$REPO/scripts/run_one.sh" "$run_dir" "$command" &
+        sleep 5
+    done
+    wait
+    echo "[launch $(date '+%F %T')] every started configuration ended"
+) >>"$ROOT/launch.log" 2>&1 </dev/null &
+disown
+echo "started in the background; log: $ROOT/launch.log"
