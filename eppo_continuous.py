@@ -133,8 +133,16 @@ class Args:
     """train the critic on R = A_UCB + omega as in Algorithm 1; --no-ucb-in-returns uses R = A_mean + omega"""
     xi: float = 0.01
     """weight of the log hyperprior in the critic loss L = NLL - xi * log p(omega, nu, alpha, beta)"""
-    critic_loss: Literal["nll", "mse"] = "nll"
-    """nll: NLL - xi log p(m) (Eq. loss_nll); mse: the control, PPO's (omega - R)^2 (nu, alpha, beta only logged)"""
+    critic_loss: Literal["nll", "mse", "nll-mse-omega"] = "nll"
+    """nll: NLL - xi log p(m) (Eq. loss_nll); mse: the control, PPO's (omega - R)^2 (nu, alpha, beta only logged);
+    nll-mse-omega (issue 46, a loss the paper does not state): omega fits (omega - R)^2, the mean return, and the
+    evidence fits the NLL around that omega (detached), so large errors are not discounted on omega"""
+    hyperprior_terms: Literal["text", "algorithm1"] = "text"
+    """text: Sec. 3.1's four terms, log p(omega) + log p(nu) + log p(alpha) + log p(beta); algorithm1: Algorithm 1's
+    line as printed, log p(omega) + log p(nu) + log p(alpha) + log p(nu) (no beta term: scale-equivariant in beta)"""
+    critic_grad_clip: Literal["whole", "none"] = "whole"
+    """whole: the critic's gradient norm clipped at --max-grad-norm over the whole network (Appendix B); none
+    (issue 46, evidence only): the critic unclipped (the actor's clip stays)"""
     hyperprior_reduction: Literal["mean", "sum", "once"] = "mean"
     """the hyperprior's reduction over a minibatch: mean (Algorithm 1), sum or once (hyperprior_weight)"""
     evidence_init: Literal["default", "prior-mode"] = "default"
@@ -222,7 +230,8 @@ def method_name(args: Args) -> str:
     """The method's name in result tables (sweeps and summaries use it). EPPO: EPPO_mean, EPPO_cor, EPPO_ind; a run
     that departs from the paper or from our readings of its open choices gets them appended (EPPO_ind+xi1+exp),
     so that an ablation never shares a table cell with the method itself."""
-    changes = {"critic_loss": "mse", "xi": f"xi{args.xi:g}", "hyperprior_reduction": f"hp-{args.hyperprior_reduction}",
+    changes = {"critic_loss": args.critic_loss, "hyperprior_terms": f"hp-{args.hyperprior_terms}",
+               "critic_grad_clip": f"clip-{args.critic_grad_clip}", "xi": f"xi{args.xi:g}", "hyperprior_reduction": f"hp-{args.hyperprior_reduction}",
                "evidence_init": args.evidence_init, "evidence_transform": args.evidence_transform,
                # a switch departs by its flag's name: norm-reward (off by default), no-ucb-in-returns (on by default)
                **{field: ("" if getattr(args, field) else "no-") + field.replace("_", "-")
@@ -527,16 +536,20 @@ def nig_nll(y: torch.Tensor, omega: torch.Tensor, nu: torch.Tensor, alpha: torch
 
 
 def nig_log_hyperprior(omega: torch.Tensor, nu: torch.Tensor, alpha: torch.Tensor, beta: torch.Tensor,
-                       prior: dict = HYPERPRIOR) -> torch.Tensor:
+                       prior: dict = HYPERPRIOR, terms: str = "text") -> torch.Tensor:
     """EPPO: log p(m) = log N(omega | loc, scale^2) + log Gam(nu) + log Gam(alpha - 1) + log Gam(beta), elementwise
-    (Sec. 3.1; one term per parameter: Algorithm 1's log p(nu) twice and no log p(beta) read as a typo)."""
+    (Sec. 3.1, terms "text"); terms "algorithm1": Algorithm 1's line as printed, log p(nu) twice and no log p(beta)
+    (--hyperprior-terms)."""
+    if terms not in ("text", "algorithm1"):
+        raise ValueError(f"unknown hyperprior terms {terms!r}; valid choices: text, algorithm1")
     def gamma_log_pdf(x: torch.Tensor, name: str) -> torch.Tensor:
         shape, rate = prior[f"{name}_shape"], prior[f"{name}_rate"]
         return shape * math.log(rate) - math.lgamma(shape) + (shape - 1.0) * torch.log(x) - rate * x
 
     log_p_omega = (-0.5 * math.log(2.0 * math.pi) - math.log(prior["omega_scale"])
                    - 0.5 * ((omega - prior["omega_loc"]) / prior["omega_scale"]).square())
-    return log_p_omega + gamma_log_pdf(nu, "nu") + gamma_log_pdf(alpha - 1.0, "alpha") + gamma_log_pdf(beta, "beta")
+    last_term = gamma_log_pdf(beta, "beta") if terms == "text" else gamma_log_pdf(nu, "nu")
+    return log_p_omega + gamma_log_pdf(nu, "nu") + gamma_log_pdf(alpha - 1.0, "alpha") + last_term
 
 
 def nig_variance_split(nu: torch.Tensor, alpha: torch.Tensor, beta: torch.Tensor) -> tuple:
@@ -552,16 +565,21 @@ def nig_value_variance(nu: torch.Tensor, alpha: torch.Tensor, beta: torch.Tensor
 
 
 def evidential_critic_loss(y: torch.Tensor, omega: torch.Tensor, nu: torch.Tensor, alpha: torch.Tensor,
-                           beta: torch.Tensor, critic_loss: str = "nll", prior_weight: float = 0.01) -> tuple:
+                           beta: torch.Tensor, critic_loss: str = "nll", prior_weight: float = 0.01,
+                           prior_terms: str = "text") -> tuple:
     """EPPO: (loss, mean NLL, mean -log p(m)) of a minibatch of targets y (means over the sample axis). nll: L = mean NLL
-    + prior_weight mean(-log p(m)) (Eq. loss_nll, Algorithm 1); mse (the control): PPO's mean (omega - y)^2."""
+    + prior_weight mean(-log p(m)) (Eq. loss_nll, Algorithm 1); mse (the control): PPO's mean (omega - y)^2;
+    nll-mse-omega: mean (omega - y)^2 + L with omega detached in the NLL (omega's gradient is MSE's, plus the prior's)."""
+    negative_log_prior = -nig_log_hyperprior(omega, nu, alpha, beta, terms=prior_terms).mean(-1)
+    if critic_loss == "nll-mse-omega":
+        nll = nig_nll(y, omega.detach(), nu, alpha, beta).mean(-1)
+        return (omega - y).square().mean(-1) + nll + prior_weight * negative_log_prior, nll, negative_log_prior
     nll = nig_nll(y, omega, nu, alpha, beta).mean(-1)
-    negative_log_prior = -nig_log_hyperprior(omega, nu, alpha, beta).mean(-1)
     if critic_loss == "nll":
         return nll + prior_weight * negative_log_prior, nll, negative_log_prior
     if critic_loss == "mse":
         return (omega - y).square().mean(-1), nll.detach(), negative_log_prior.detach()
-    raise ValueError(f"unknown critic loss {critic_loss!r}; valid choices: nll, mse")
+    raise ValueError(f"unknown critic loss {critic_loss!r}; valid choices: nll, mse, nll-mse-omega")
 
 
 def probabilistic_gae(rewards, values, value_vars, next_values, next_value_vars, terminations, dones,
@@ -619,7 +637,7 @@ def ppo_loss(agent, mb, args: Args) -> tuple:
     prediction = agent.critic(mb["obs"])
     v_loss, nll_loss, hyperprior_loss = evidential_critic_loss(
         mb["returns"], prediction.omega, prediction.nu, prediction.alpha, prediction.beta, args.critic_loss,
-        hyperprior_weight(args.xi, args.hyperprior_reduction, args.minibatch_size))
+        hyperprior_weight(args.xi, args.hyperprior_reduction, args.minibatch_size), args.hyperprior_terms)
     critic_loss = args.vf_coef * v_loss if args.joint_optimizer else v_loss
 
     with torch.no_grad():
@@ -727,7 +745,8 @@ def update(run, batch: dict, args: Args) -> dict:
     for epoch in range(args.update_epochs):
         for mb in minibatches(run, batch):  # none left once the run must stop (non-finite steps in a row)
             losses, stats = ppo_loss(run.agent, mb, args)
-            stepped = optimizer_step(run, losses)
+            # EPPO: --critic-grad-clip none leaves the critic's gradient unclipped (issue 46)
+            stepped = optimizer_step(run, losses, unclipped=("critic",) if args.critic_grad_clip == "none" else ())
             # EPPO: the critic's gradient norm before clipping and the head rows' shares of it
             shares = head_gradient_shares(run.agent.critic.head.weight.grad, run.agent.critic.head.bias.grad[:, 0])
             stats.update(critic_grad_norm=run.grad_norms["critic"], **dict(zip(GRADIENT_TAGS[1:], shares.unbind(-1))))

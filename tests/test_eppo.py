@@ -767,3 +767,113 @@ def test_evidential_diagnostics_extremes_and_termination_errors():
     np.testing.assert_allclose(near_error[0].item(), (1.0 + 2.0) / 2)
     np.testing.assert_allclose(elsewhere_error.numpy(), [(0.5 + 0.0) / 2, (1.0 + 1.0 + 2.0 + 0.5) / 4])
     assert math.isnan(near_error[1].item())
+
+
+# ---- Issue 46: the readings of the critic, as flags (each defaulting to today's behaviour) ----
+
+
+def test_algorithm1_hyperprior_is_its_printed_line_against_scipy():
+    """--hyperprior-terms algorithm1: log N(omega | 0, 100^2) + 2 log Gam(nu | 5, 1) + log Gam(alpha - 1 | 5, 1), with
+    no beta term, so its gradient on beta is 0; text: the four terms of Sec. 3.1 (as before)."""
+    omega, nu, alpha, beta = (torch.tensor(v, dtype=torch.float64, requires_grad=True)
+                              for v in ([-30.0, 2.0], [0.3, 7.0], [1.2, 9.0], [0.05, 40.0]))
+    algorithm1 = nig_log_hyperprior(omega, nu, alpha, beta, terms="algorithm1")
+    text = nig_log_hyperprior(omega, nu, alpha, beta)
+    o, n, a, b = (x.detach().numpy() for x in (omega, nu, alpha, beta))
+    expected_algorithm1 = stats.norm.logpdf(o, 0, 100) + 2 * stats.gamma.logpdf(n, 5) + stats.gamma.logpdf(a - 1, 5)
+    expected_text = stats.norm.logpdf(o, 0, 100) + stats.gamma.logpdf(n, 5) + stats.gamma.logpdf(a - 1, 5) \
+        + stats.gamma.logpdf(b, 5)
+    np.testing.assert_allclose(algorithm1.detach().numpy(), expected_algorithm1, rtol=1e-12)
+    np.testing.assert_allclose(text.detach().numpy(), expected_text, rtol=1e-12)
+    (beta_gradient,) = torch.autograd.grad(algorithm1.sum(), beta, allow_unused=True)
+    assert beta_gradient is None or torch.all(beta_gradient == 0)
+    with pytest.raises(ValueError, match="valid choices: text, algorithm1"):
+        nig_log_hyperprior(omega, nu, alpha, beta, terms="paper")
+
+
+def test_nll_mse_omega_gives_omega_the_mean_squared_error_and_the_evidence_the_nll():
+    """--critic-loss nll-mse-omega: d/d omega is MSE's 2 (omega - y) / M plus the prior's xi omega / (100^2 M),
+    whatever the evidence (no rescaling by zeta); d/d (nu, alpha, beta) equals the nll loss's (omega enters the NLL
+    only as a constant)."""
+    y = torch.tensor([[0.0, 10.0, 200.0, -5.0]], dtype=torch.float64)
+    m = y.shape[-1]
+    inputs = [torch.tensor([[1.0, 2.0, -3.0, 4.0]]), torch.tensor([[0.5, 1.0, 2.0, 4.0]]),
+              torch.tensor([[1.5, 2.0, 3.0, 6.0]]), torch.tensor([[0.2, 1.0, 5.0, 9.0]])]
+    gradients = {}
+    for loss_name in ("nll", "nll-mse-omega"):
+        omega, nu, alpha, beta = (x.double().requires_grad_() for x in inputs)
+        loss, nll, _ = evidential_critic_loss(y, omega, nu, alpha, beta, loss_name, prior_weight=0.01)
+        gradients[loss_name] = torch.autograd.grad(loss.sum(), (omega, nu, alpha, beta))
+        if loss_name == "nll-mse-omega":
+            expected_loss = (omega - y).square().mean(-1) + nll + 0.01 * -nig_log_hyperprior(omega, nu, alpha, beta).mean(-1)
+            torch.testing.assert_close(loss, expected_loss)
+    omega = inputs[0].double()
+    torch.testing.assert_close(gradients["nll-mse-omega"][0], 2 * (omega - y) / m + 0.01 * omega / (100.0**2 * m))
+    for ours, nll_only in zip(gradients["nll-mse-omega"][1:], gradients["nll"][1:]):
+        torch.testing.assert_close(ours, nll_only)
+    assert not torch.allclose(gradients["nll"][0], gradients["nll-mse-omega"][0])  # the nll discounts y = 200
+
+
+def _one_update_run(critic_grad_clip: str):
+    """A two-seed EPPO run state with a hand-built batch of 32 samples whose targets (1,000s) make the critic's
+    gradient far larger than --max-grad-norm; one epoch of one minibatch."""
+    import eppo_continuous as eppo
+
+    args = dataclasses.replace(Args(), hidden_dim=8, minibatch_size=32, update_epochs=1, critic_grad_clip=critic_grad_clip)
+    run = eppo.Run()
+    run.seeds, run.args, run.device = [1, 2], args, torch.device("cpu")
+    run.generators = _generators(1, 2)
+    run.agent = eppo.make_agent(args, 5, 2, _generators(1, 2), run.device)
+    run.batch_size, run.seed_rows = 32, torch.arange(2)[:, None]
+    run.consecutive_nonfinite = np.zeros(2, np.int64)
+    run.global_step, run.total_steps, run.exit_code, run.iteration = 0, 1, 0, 0
+    assert run.iterating()
+    generator = torch.Generator().manual_seed(3)
+    batch = {"obs": torch.randn(2, 32, 5, generator=generator), "actions": torch.randn(2, 32, 2, generator=generator),
+             "old_log_probs": torch.zeros(2, 32), "advantages": torch.randn(2, 32, generator=generator),
+             "returns": 1000.0 * torch.randn(2, 32, generator=generator)}
+    eppo.update(run, batch, args)
+    clipped_norms = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(p.grad.flatten(1), dim=1)
+                                                          for p in run.agent.critic.parameters()]), dim=0)
+    return run, clipped_norms
+
+
+def test_critic_grad_clip_none_steps_on_the_unclipped_gradient():
+    """--critic-grad-clip whole: the critic's step gradient has norm --max-grad-norm (0.5) when its norm is larger;
+    none: the step gradient is the whole unclipped one (its norm is run.grad_norms["critic"], far above 0.5)."""
+    for clip in ("whole", "none"):
+        run, step_norms = _one_update_run(clip)
+        unclipped = run.grad_norms["critic"]
+        assert torch.all(unclipped > 5.0)
+        expected = torch.full_like(unclipped, 0.5) if clip == "whole" else unclipped
+        torch.testing.assert_close(step_norms, expected, rtol=1e-4, atol=0)
+
+
+@pytest.mark.parametrize("flag, value", [("--hyperprior-terms", "paper"), ("--critic-grad-clip", "per-head"),
+                                         ("--critic-loss", "huber")])
+def test_bad_critic_reading_exits_2_naming_the_choices(flag, value, tmp_path):
+    result = run_script("eppo_continuous.py", tmp_path / "run", flag, value)
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert flag in result.stderr and "Traceback" not in result.stderr
+    assert not (tmp_path / "run").exists()
+
+
+def test_ppo_loss_uses_the_chosen_hyperprior_terms_and_critic_loss():
+    """The flags reach the loss a minibatch trains on: ppo_loss's critic loss is evidential_critic_loss with
+    --hyperprior-terms and --critic-loss, on the critic's own prediction."""
+    import eppo_continuous as eppo
+
+    generator = torch.Generator().manual_seed(4)
+    mb = {"obs": torch.randn(2, 16, 5, generator=generator), "actions": torch.randn(2, 16, 2, generator=generator),
+          "old_log_probs": torch.zeros(2, 16), "advantages": torch.randn(2, 16, generator=generator),
+          "returns": 50.0 * torch.randn(2, 16, generator=generator)}
+    for terms, loss_name in (("algorithm1", "nll"), ("text", "nll-mse-omega"), ("algorithm1", "nll-mse-omega")):
+        args = dataclasses.replace(Args(), hidden_dim=8, minibatch_size=16, hyperprior_terms=terms, critic_loss=loss_name)
+        agent = eppo.make_agent(args, 5, 2, _generators(1, 2), torch.device("cpu"))
+        losses, stats_ = eppo.ppo_loss(agent, mb, args)
+        omega, nu, alpha, beta = agent.critic(mb["obs"])
+        expected_prior = -nig_log_hyperprior(omega, nu, alpha, beta, terms=terms).mean(-1)
+        torch.testing.assert_close(stats_["hyperprior"], expected_prior)
+        expected = evidential_critic_loss(mb["returns"], omega, nu, alpha, beta, loss_name, 0.01, terms)[0]
+        torch.testing.assert_close(losses["critic"], expected)
+    assert eppo.method_name(args) == "EPPO_ind+nll-mse-omega+hp-algorithm1"
