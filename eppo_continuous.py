@@ -678,14 +678,16 @@ def head_gradient_shares(weight_grad: torch.Tensor, bias_grad: torch.Tensor) -> 
 def near_termination(terminations: torch.Tensor, dones: torch.Tensor, window: int = TERMINATION_WINDOW) -> torch.Tensor:
     """EPPO: 1.0 on the steps t of a (T, ...) rollout whose own episode terminates at one of the steps t, ..., t +
     window - 1 of the rollout (``terminations[s]`` = 1: s_{s+1} is terminal), else 0.0; a truncation ends the
-    episode without a termination. Counted backwards in time, as GAE is."""
-    near = torch.zeros_like(terminations)
-    steps_to_termination = torch.full_like(terminations[0], math.inf)
-    for t in reversed(range(terminations.shape[0])):
-        steps_to_termination = torch.where(terminations[t] > 0, 0.0,
-                                           torch.where(dones[t] > 0, math.inf, steps_to_termination + 1.0))
-        near[t] = (steps_to_termination < window).to(near.dtype)
-    return near
+    episode without a termination. Vectorized: the first episode end at or after t must be a termination."""
+    steps = torch.arange(terminations.shape[0], dtype=terminations.dtype, device=terminations.device)
+    steps = steps.reshape(-1, *(1,) * (terminations.dim() - 1)).expand_as(terminations)
+
+    def next_step_where(flags: torch.Tensor) -> torch.Tensor:  # min{s >= t : flags[s]}, inf where none
+        marked = torch.where(flags > 0, steps, math.inf)
+        return marked.flip(0).cummin(0).values.flip(0)
+
+    next_termination = next_step_where(terminations)
+    return ((next_termination == next_step_where(dones)) & (next_termination - steps < window)).to(terminations.dtype)
 
 
 def evidential_diagnostics(values, nu, alpha, beta, advantage_stds, returns, kappa: float,
