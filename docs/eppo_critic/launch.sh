@@ -11,7 +11,8 @@
 #
 # Each configuration runs the code of its own pinned commit (cloned into $ROOT/code/<commit>), so later commits on
 # main never change a run half-way; config.json records the commit. PPO's line needs nothing the walk added, so
-# it started at once; the EPPO lines run the commit that added the critic's diagnostics (evidential/nu_min, ...).
+# it started at once; the walk's EPPO lines run the commit that added the critic's diagnostics (evidential/nu_min,
+# ...), the screen's the commit that added the readings' flags. The lines start in this order as cores free up.
 # Carried across sessions and machines as docs/paper_length's runs are (its resume_store.py).
 set -u
 ROOT=${EPPO_CRITIC_ROOT:-/work/eppo_critic}
@@ -30,6 +31,13 @@ CONFIGS=(
     "EPPO_mse_mean|EPPO_PIN|eppo_continuous.py|--critic-loss mse --variant mean"
     "EPPO_mean|EPPO_PIN|eppo_continuous.py|--variant mean"
     "EPPO_ind|EPPO_PIN|eppo_continuous.py|--variant ind --kappa 0.01"
+    # item 2's screen of the readings (README, "The rule"): EPPO_ind at kappa 0.01 with one flag each, at the commit
+    # that added the flags (the default's numerics unchanged: the golden outputs pass), and PPO with --norm-reward
+    "EPPO_ind+hp-algorithm1|694ffe034e7791299b479c8575e6358ab3a747de|eppo_continuous.py|--variant ind --kappa 0.01 --hyperprior-terms algorithm1"
+    "EPPO_ind+norm-reward|694ffe034e7791299b479c8575e6358ab3a747de|eppo_continuous.py|--variant ind --kappa 0.01 --norm-reward"
+    "PPO+norm-reward|af688c07ad5255201fe5204349079dbd653e9ee3|ppo_continuous.py|--norm-reward"
+    "EPPO_ind+clip-none|694ffe034e7791299b479c8575e6358ab3a747de|eppo_continuous.py|--variant ind --kappa 0.01 --critic-grad-clip none"
+    "EPPO_ind+nll-mse-omega|694ffe034e7791299b479c8575e6358ab3a747de|eppo_continuous.py|--variant ind --kappa 0.01 --critic-loss nll-mse-omega"
 )
 EPPO_PIN=$(cat "$HERE/eppo_pin" 2>/dev/null)
 RUNNING="^bash $REPO/scripts/run_one.sh $RUNS/"
