@@ -97,7 +97,13 @@ for config in "${CONFIGS[@]}"; do
     fi
     lines+=("$RUNS/$name/seed1001|python3 $code/$script $PROTOCOL $flags --run-dir '$RUNS/$name/seed{seed}'")
 done
+# one queue at a time: an earlier launch's queue (its lines not started yet) is replaced by this one; the runs it
+# started go on (run_one.sh is not its job to stop) and this queue skips them as running
+if [[ -f $ROOT/queue.pid ]] && kill -0 "$(cat "$ROOT/queue.pid")" 2>/dev/null; then
+    kill -TERM "$(cat "$ROOT/queue.pid")" && echo "replaced the queue of an earlier launch"
+fi
 (
+    echo "$BASHPID" >"$ROOT/queue.pid"
     for line in "${lines[@]}"; do
         IFS='|' read -r run_dir command <<<"$line"
         # at most WORKERS runs at a time, counting those an earlier launch started (still running)
