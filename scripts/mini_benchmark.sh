@@ -7,7 +7,7 @@
 # EPPO_cor (kappa 0.05) and EPPO_ind (kappa 0.01) -- the paper's kappa for this setting
 # (scripts/paper_kappa.csv) --, seeds 1-3, with tasks of 50,000 steps instead of 500,000 (450,000 steps per
 # run) and an evaluation every 10,000 steps (10 episodes). 12 runs on 2 parallel workers; the measured wall
-# time is in docs/reproduction.md. Then it prints the result table (ROOT/results.md) and draws the learning curves
+# time is in docs/history.md. Then it prints the result table (ROOT/results.md) and draws the learning curves
 # and plasticity figures (ROOT/plots/).
 #
 # What it shows: that every part runs end to end at a scale where learning is visible, and how the methods
