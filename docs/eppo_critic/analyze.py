@@ -1,0 +1,200 @@
+"""Issue 46: the walk from PPO to EPPO_ind and the screen of the critic's readings, as Markdown tables.
+
+    python docs/eppo_critic/analyze.py docs/eppo_critic/outputs [--plot docs/eppo_critic/walk.png]
+    python docs/eppo_critic/analyze.py /work/eppo_critic/runs            # the live runs (partial ones cut)
+
+ROOT holds one folder per configuration (launch.sh's names), each with seed<k>/ run directories (evaluations.csv;
+scalars.csv from `launch.sh --collect`, or the TensorBoard events of a live run). Every configuration is cut at the
+step that all runs have reached (an unfinished study gives interim tables, marked so). Prints:
+
+1. AULC (the mean evaluation return, scripts/summarize.py) and the return at the last task end per configuration:
+   mean ± standard error over seeds, each seed's AULC, and for each step of the walk the one-sided paired t-test
+   (the paper's) that it loses return against the line above;
+2. AULC per task (the evaluations that measure the task, as docs/paper_length/analyze.py);
+3. the critic's diagnostics (the evidential/ tags, means over each run's updates, then over seeds);
+4. the rule (README): each candidate against the walk's EPPO_ind, paired by seed.
+"""
+
+import argparse
+import csv
+import glob
+import os
+import sys
+
+import numpy as np
+from scipy import stats
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, REPO)
+from scripts import summarize  # noqa: E402
+
+WALK = ("PPO", "EPPO_mse_mean", "EPPO_mean", "EPPO_ind")
+CANDIDATES = {  # name: (may become the default, the baseline it must also reach)
+    "EPPO_ind+hp-algorithm1": (True, "PPO"),
+    "EPPO_ind+norm-reward": (True, "PPO+norm-reward"),
+    "EPPO_ind+clip-none": (False, "PPO"),
+    "EPPO_ind+nll-mse-omega": (False, "PPO"),
+}
+STEPS_PER_TASK = 500_000
+DIAGNOSTICS = ("evidential/nu", "evidential/nu_min", "evidential/alpha", "evidential/beta",
+               "evidential/value_var_max", "evidential/student_t_scale", "evidential/targets_outside_2_scales",
+               "evidential/zeta", "evidential/error_near_termination", "evidential/error_elsewhere",
+               "evidential/critic_grad_norm", "evidential/grad_share_omega", "losses/explained_variance")
+BETTER_MARGIN = 0.10  # the rule: at least 10 % above today's EPPO_ind's mean AULC, and higher on every seed
+
+
+def read_scalars(run_dir: str) -> dict:
+    """{tag: [(step, value)]} from scalars.csv, or from the run's TensorBoard events when it has none (a live run)."""
+    path = os.path.join(run_dir, "scalars.csv")
+    found = {}
+    if os.path.exists(path):
+        with open(path) as f:
+            for row in csv.DictReader(f):
+                found.setdefault(row["tag"], []).append((int(row["step"]), float(row["value"])))
+        return found
+    if not glob.glob(os.path.join(run_dir, "events.out.tfevents.*")):
+        return found
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    accumulator = EventAccumulator(run_dir, size_guidance={"scalars": 0})
+    accumulator.Reload()
+    for tag in accumulator.Tags()["scalars"]:
+        found[tag] = [(event.step, event.value) for event in accumulator.Scalars(tag)]
+    return found
+
+
+def load(root: str) -> dict:
+    """{configuration: {seed: evaluations}} of every configuration folder under ``root`` with evaluations."""
+    runs = {}
+    for path in sorted(glob.glob(os.path.join(root, "*", "seed*", "evaluations.csv"))):
+        run_dir = os.path.dirname(path)
+        evaluations = summarize.read_evaluations(path)
+        if evaluations:
+            seed = int(os.path.basename(run_dir)[len("seed"):])
+            runs.setdefault(os.path.basename(os.path.dirname(run_dir)), {})[seed] = (run_dir, evaluations)
+    return runs
+
+
+def cut(evaluations: list, up_to: int) -> list:
+    return [e for e in evaluations if e.global_step <= up_to]
+
+
+def mean_se_text(values) -> str:
+    mean, se = summarize.mean_se(list(values))
+    return f"{mean:,.0f} ± {se:,.0f}"
+
+
+def paired_lower_p(lower: dict, higher: dict) -> str:
+    """One-sided paired t-test that ``lower`` is below ``higher`` over their common seeds (the paper's test)."""
+    seeds = sorted(set(lower) & set(higher))
+    if len(seeds) < 2:
+        return "n/a"
+    difference = np.array([higher[s] - lower[s] for s in seeds])
+    if np.all(difference == 0):
+        return "1.000"
+    return f"{stats.ttest_1samp(difference, 0.0, alternative='greater').pvalue:.3f}"
+
+
+def report(root: str, plot_path=None) -> int:
+    runs = load(root)
+    if not runs:
+        print(f"error: no <configuration>/seed<k>/evaluations.csv under {root}", file=sys.stderr)
+        return 2
+    up_to = min(evaluations[-1].global_step for by_seed in runs.values() for _, evaluations in by_seed.values())
+    tasks = max(1, -(-up_to // STEPS_PER_TASK))  # the tasks the evaluations up to the cut measure (task column)
+    order = [name for name in (*WALK, "PPO+norm-reward", *CANDIDATES) if name in runs]
+    order += sorted(set(runs) - set(order))
+    aulcs = {name: {seed: summarize.aulc(cut(ev, up_to)) for seed, (_, ev) in runs[name].items()} for name in order}
+    finished = up_to >= 5 * STEPS_PER_TASK
+    print(f"### Ant-v5 paralysis back-one, seeds {', '.join(map(str, sorted(next(iter(runs.values())))))}, "
+          f"up to step {up_to:,}" + ("" if finished else " (interim: the study has not finished)") + "\n")
+    print("| configuration | AULC | per seed | return at the last evaluation | p (lower than the line above) |")
+    print("|---|---|---|---|---|")
+    for index, name in enumerate(order):
+        last = [cut(ev, up_to)[-1].return_mean for _, ev in runs[name].values()]
+        walk_above = [line for line in WALK[: WALK.index(name)] if line in aulcs] if name in WALK else []
+        previous = walk_above[-1] if walk_above else None  # the walk's nearest step above that has runs
+        p = paired_lower_p(aulcs[name], aulcs[previous]) if previous else ""
+        per_seed = ", ".join(f"{aulcs[name][s]:,.0f}" for s in sorted(aulcs[name]))
+        print(f"| {name} | {mean_se_text(aulcs[name].values())} | {per_seed} | {mean_se_text(last)} | {p} |")
+
+    print("\n#### AULC per task (mean ± se over seeds)\n")
+    print("| configuration | " + " | ".join(f"task {t}" for t in range(tasks)) + " |")
+    print("|---|" + "---|" * tasks)
+    for name in order:
+        per_task = {}
+        for _, evaluations in runs[name].values():
+            for task in range(tasks):
+                returns = [e.return_mean for e in cut(evaluations, up_to) if e.task == task]
+                per_task.setdefault(task, []).append(np.mean(returns) if returns else np.nan)
+        print(f"| {name} | " + " | ".join(mean_se_text(per_task[t]) for t in sorted(per_task)) + " |")
+
+    print("\n#### The critic's diagnostics (mean over each run's updates up to the cut, then mean ± se over seeds)\n")
+    print("| tag | " + " | ".join(order) + " |")
+    print("|---|" + "---|" * len(order))
+    scalars = {name: [read_scalars(run_dir) for run_dir, _ in runs[name].values()] for name in order}
+    for tag in DIAGNOSTICS:
+        cells = []
+        for name in order:
+            values = [np.nanmean([v for step, v in seed_scalars.get(tag, []) if step <= up_to])
+                      for seed_scalars in scalars[name] if seed_scalars.get(tag)]
+            cells.append("" if not values else f"{np.mean(values):.3g} ± {summarize.mean_se(values)[1]:.2g}")
+        print(f"| {tag} | " + " | ".join(cells) + " |")
+
+    candidates = [name for name in CANDIDATES if name in aulcs]
+    if "EPPO_ind" in aulcs and candidates:
+        print("\n#### The rule (README): each candidate against the walk's EPPO_ind, paired by seed\n")
+        print("| candidate | may become the default | higher on every seed | mean gain | better | "
+              "at least its PPO |")
+        print("|---|---|---|---|---|---|")
+        base = aulcs["EPPO_ind"]
+        for name in candidates:
+            allowed, ppo_line = CANDIDATES[name]
+            seeds = sorted(set(base) & set(aulcs[name]))
+            every_seed = all(aulcs[name][s] > base[s] for s in seeds)
+            gain = np.mean([aulcs[name][s] for s in seeds]) / np.mean([base[s] for s in seeds]) - 1.0
+            better = every_seed and gain >= BETTER_MARGIN
+            ppo_means = [np.mean(list(aulcs[line].values())) for line in {ppo_line, "PPO"} if line in aulcs]
+            reaches = np.mean(list(aulcs[name].values())) >= max(ppo_means) if ppo_means else None
+            print(f"| {name} | {'yes' if allowed else 'no (evidence only)'} | {'yes' if every_seed else 'no'} | "
+                  f"{gain:+.1%} | {'yes' if better else 'no'} | {'n/a' if reaches is None else ('yes' if reaches else 'no')} |")
+
+    if plot_path:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        fig, ax = plt.subplots(figsize=(9, 4.5))
+        for name in order:
+            steps = [e.global_step for e in cut(next(iter(runs[name].values()))[1], up_to)]
+            curves = np.array([[e.return_mean for e in cut(ev, up_to)][: len(steps)] for _, ev in runs[name].values()])
+            mean = curves.mean(0)
+            se = curves.std(0, ddof=1) / np.sqrt(len(curves)) if len(curves) > 1 else 0 * mean
+            ax.plot(np.array(steps) / 1e6, mean, label=name)
+            ax.fill_between(np.array(steps) / 1e6, mean - se, mean + se, alpha=0.2)
+        for task in range(1, tasks):
+            ax.axvline(task * STEPS_PER_TASK / 1e6, color="grey", lw=0.5)
+        ax.set_xlabel("environment steps (M)")
+        ax.set_ylabel("evaluation return (mean ± se over seeds)")
+        ax.set_title("Ant-v5 paralysis back-one, seeds 1001-1003")
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(plot_path, dpi=110)
+        print(plot_path, file=sys.stderr)
+    return 0
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("root", help="a folder of <configuration>/seed<k>/ run directories")
+    parser.add_argument("--plot", help="write the learning curves to this PNG")
+    args = parser.parse_args(argv)
+    if not os.path.isdir(args.root):
+        print(f"error: {args.root} is not a directory", file=sys.stderr)
+        return 2
+    return report(args.root, args.plot)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,69 @@
+"""docs/eppo_critic/analyze.py (issue 46): the walk's and the screen's tables from hand-made evaluation logs."""
+
+import csv
+import importlib.util
+import os
+
+import numpy as np
+from scipy import stats
+
+from tiny_run import REPO_ROOT
+
+spec = importlib.util.spec_from_file_location("eppo_critic_analyze",
+                                              os.path.join(REPO_ROOT, "docs", "eppo_critic", "analyze.py"))
+analyze = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(analyze)
+
+STEPS = [0, 250_000, 500_000, 750_000, 1_000_000]  # tasks 0, 0, 0, 1, 1
+
+
+def write_config(root, name, levels: dict, last_step=1_000_000, scalars=None):
+    """One configuration: each seed's evaluations at STEPS (up to last_step) return levels[seed] + step / 1e4."""
+    for seed, level in levels.items():
+        run_dir = root / name / f"seed{seed}"
+        run_dir.mkdir(parents=True)
+        with open(run_dir / "evaluations.csv", "w", newline="") as f:
+            writer = csv.writer(f)
+            writer.writerow(["global_step", "task", "episodes", "return_mean", "return_std", "return_min", "return_max"])
+            for step in (s for s in STEPS if s <= last_step):
+                task = max(0, (step - 1) // 500_000)
+                writer.writerow([step, task, 10, level + step / 1e4, 0, 0, 0])
+        if scalars:
+            with open(run_dir / "scalars.csv", "w", newline="") as f:
+                writer = csv.writer(f)
+                writer.writerow(["tag", "step", "value"])
+                for tag, values in scalars.items():
+                    writer.writerows([tag, step, value] for step, value in values)
+
+
+def test_walk_table_rule_and_cut(tmp_path, capsys):
+    write_config(tmp_path, "PPO", {1001: 1000, 1002: 1100, 1003: 900})
+    write_config(tmp_path, "EPPO_mean", {1001: 700, 1002: 900, 1003: 650},
+                 scalars={"evidential/nu_min": [(2048, 0.5), (4096, 1.5)]})
+    write_config(tmp_path, "EPPO_ind", {1001: 600, 1002: 800, 1003: 700})
+    write_config(tmp_path, "EPPO_ind+hp-algorithm1", {1001: 700, 1002: 900, 1003: 800})  # +100 on every seed
+    write_config(tmp_path, "EPPO_ind+clip-none", {1001: 900, 1002: 700, 1003: 1000}, last_step=750_000)
+    assert analyze.main([str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    # the cut: every configuration at the step all reached (750k), so each AULC is level + mean(0, 25, 50, 75)
+    assert "up to step 750,000 (interim" in out
+    rows, rule_rows = {}, {}  # a configuration's row in the first table, and its last row (the rule's table)
+    for line in out.splitlines():
+        if line.startswith("| "):
+            rows.setdefault(line.split(" | ")[0].strip("| "), line)
+            rule_rows[line.split(" | ")[0].strip("| ")] = line
+    ppo = [1000 + 37.5, 1100 + 37.5, 900 + 37.5]
+    assert f"| {np.mean(ppo):,.0f} ± {stats.sem(ppo):,.0f} |" in rows["PPO"]
+    # EPPO_mean against PPO: the paper's one-sided paired t-test that it is lower
+    p = stats.ttest_rel([1000, 1100, 900], [700, 900, 650], alternative="greater").pvalue
+    assert rows["EPPO_mean"].endswith(f"| {p:.3f} |")
+    assert rule_rows["EPPO_ind+hp-algorithm1"].startswith("| EPPO_ind+hp-algorithm1 | yes | yes | +13.6% |")  # 100 / 737.5
+    assert rule_rows["EPPO_ind+hp-algorithm1"].endswith("| yes | no |")  # better, but below PPO's mean
+    assert rule_rows["EPPO_ind+clip-none"].startswith("| EPPO_ind+clip-none | no (evidence only) | no |")
+    assert "| evidential/nu_min |" in out and "| 1 ± 0 |" in rows["evidential/nu_min"]  # mean(0.5, 1.5) = 1
+    assert "| task 0 | task 1 |" in out
+
+
+def test_an_empty_root_exits_2(tmp_path, capsys):
+    assert analyze.main([str(tmp_path)]) == 2
+    assert "no <configuration>/seed<k>/evaluations.csv" in capsys.readouterr().err
