@@ -155,7 +155,7 @@ def saved_networks(checkpoint: dict) -> list:
 
 def assert_same_seed_outputs(dir_a, dir_b) -> None:
     """Two run directories of one seed hold byte-identical evaluations and plasticity logs (line ends included: a
-    resume rewrites them) and bit-identical final networks."""
+    resume rewrites them), bit-identical final networks and the same initial ones (initial_parameters)."""
     for name in ("evaluations.csv", "plasticity.csv"):
         assert (dir_a / name).read_bytes() == (dir_b / name).read_bytes(), name
     final_a = load_checkpoint_file(dir_a / "checkpoint.pt")
@@ -166,6 +166,12 @@ def assert_same_seed_outputs(dir_a, dir_b) -> None:
     for network in networks:
         for name, tensor in final_a[network].items():
             assert torch.equal(tensor, final_b[network][name]), f"{network}.{name} differs"
+    initial_a, initial_b = final_a["initial_parameters"], final_b["initial_parameters"]
+    assert {"actor", "critic"} <= set(initial_a) and initial_a.keys() == initial_b.keys()
+    for network, parameters in initial_a.items():
+        assert parameters.keys() == initial_b[network].keys()
+        for name, tensor in parameters.items():
+            assert torch.equal(tensor, initial_b[network][name]), f"initial {network}.{name} differs"
 
 
 @pytest.mark.parametrize("script", SCRIPTS)
