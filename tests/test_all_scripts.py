@@ -124,6 +124,7 @@ def test_the_previous_defaults_are_one_set_of_flags_away(script, tmp_path):
     assert not changed, f"the previous defaults' outputs differ from those of {commit[:10]}:\n" + "\n".join(changed)
 
 
+@pytest.mark.every_script  # conftest's --script keeps it
 def test_the_plumbing_block_is_byte_identical_in_every_script():
     """Below its marker line every algorithm script holds the same plumbing, byte for byte, and its Args ends with
     the same run settings (the template's are copied with scripts/sync_plumbing.py); the rest is the method. Args
@@ -588,6 +589,7 @@ def test_parse_errors_are_one_line_and_help_survives_a_closed_pipe(tmp_path):
     assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
 
 
+@pytest.mark.every_script  # conftest's --script keeps it
 def test_every_script_gives_the_plumbing_the_same_method_signatures():
     """The contract of the marker comment: every script defines the functions the plumbing and main call, with the
     template's parameters (a method changes what they do, not how they are called)."""
