@@ -8,7 +8,9 @@ marked ``# CB:`` (``diff ppo_continuous.py cb_continuous.py`` shows the method).
 Read top to bottom: the flags, the networks, the policy and its rewards, the math, then the phases of one
 iteration (advantages, update with the loss of one minibatch, logging) and a short main. Below the marker line is
 the plumbing that every *_continuous.py shares byte for byte (seeds, environments, evaluation, checkpoints,
-outputs, command line): docs/reading-guide.md says what is where and how to add a method.
+outputs, command line). The names this half calls from it (mlp_trunk, StackedLinear, SeedwiseAdam, time_major,
+minibatches, optimizer_step, record, initial_parameters, ...), each with its contract and section, head
+docs/reading-guide.md, which also says what is where and how to add a method.
 """
 
 import contextlib
