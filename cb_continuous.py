@@ -8,7 +8,9 @@ marked ``# CB:`` (``diff ppo_continuous.py cb_continuous.py`` shows the method).
 Read top to bottom: the flags, the networks, the policy and its rewards, the math, then the phases of one
 iteration (advantages, update with the loss of one minibatch, logging) and a short main. Below the marker line is
 the plumbing that every *_continuous.py shares byte for byte (seeds, environments, evaluation, checkpoints,
-outputs, command line): docs/reading-guide.md says what is where and how to add a method.
+outputs, command line). The names this half calls from it (mlp_trunk, StackedLinear, SeedwiseAdam, time_major,
+minibatches, optimizer_step, record, initial_parameters, ...), each with its contract and section, head
+docs/reading-guide.md, which also says what is where and how to add a method.
 """
 
 import contextlib
@@ -679,8 +681,11 @@ def main(argv: list) -> int:
 #   - make_agent's Agent has AGENT_FIELDS: actor and critic (stacked over seeds, with hidden_activations(x) for
 #     the plasticity metrics) and critic_optimizer (plasticity/critic_max_abs_grad); optimizer_step steps
 #     agent.{name}_optimizer for each loss name.
-# What the method calls here: collect_rollout, minibatches, optimizer_step, record, update_means, updated_seeds,
-# start_run, iterating, end_iteration, finish_run, parse_args. docs/reading-guide.md has the map.
+# What the method calls here (each name's contract and section: the top of docs/reading-guide.md): the layers and
+# the optimizer (mlp_trunk, StackedLinear, StackedLayerNorm, layer_init, SeedwiseAdam, RunningMeanStd, Agent), the
+# per-seed views (initial_parameters, single_seed_network, SeedwiseAdam.seed_views, hidden_layers, fresh_draw),
+# the batch (time_major, flat, minibatches, Minibatch), the step (optimizer_step, record, update_means,
+# updated_seeds) and the run (parse_args, start_run, iterating, collect_rollout, end_iteration, finish_run).
 
 METHOD_FUNCTIONS = ("method_name", "run_tag", "validate_method", "make_agent", "rollout_policy", "evaluation_action",
                     "training_reward", "compute_advantages", "update", "log_update", "set_learning_rate", "main")
@@ -842,6 +847,18 @@ def single_seed_network(network: nn.Module, seed_index: int) -> nn.Module:
     for parameter, source in zip(single.parameters(), network.parameters()):
         parameter.data = source.data[seed_index : seed_index + 1].clone()
     return single
+
+
+def initial_parameters(run, network: str, seed_index: Optional[int] = None) -> dict:
+    """The parameters agent.{network} had when it was built, before any step, {name: tensor} as in
+    ``named_parameters()`` (every Linear, LayerNorm and the log std): stacked (seeds, ...) without ``seed_index``,
+    else seed ``seed_index``'s own slice (``p[k]``), bit for bit what a one-seed build of that seed draws. Kept in
+    the checkpoint, so a resumed run has them too. Read-only: for methods that pull towards theta_0 (L2 Init)."""
+    if network not in run.initial_state:
+        raise ValueError(f"initial_parameters: the agent has no network {network!r}; its networks: "
+                         f"{sorted(run.initial_state)}")
+    stacked = run.initial_state[network]
+    return stacked if seed_index is None else {name: value[seed_index] for name, value in stacked.items()}
 
 
 class SeedwiseAdam(optim.Optimizer):
@@ -1049,6 +1066,7 @@ class Run:
     action_high: np.ndarray
     # The learning state, per seed (build; STATE and the agent's entries are checkpointed)
     agent: "Agent"  # the method's (make_agent)
+    initial_state: dict  # {network: {parameter: (seeds, ...)}}: each agent network as built (initial_parameters)
     obs_rms: "RunningMeanStd"
     raw_obs: np.ndarray  # (seeds, envs, obs_dim): the envs' current observations
     obs: np.ndarray  # the same, normalized
@@ -1110,13 +1128,15 @@ class Run:
                    for name, value in [*vars(self.agent).items(), *((name, getattr(self, name)) for name in self.STATE)]}
         return {"format": CHECKPOINT_FORMAT, "args": self.config_args[self.seeds[k]],
                 **{name: copy.deepcopy(getattr(self, name)) for name in self.COUNTERS}, **seed_slice(stacked, k),
+                "initial_parameters": seed_slice(self.initial_state, k),
                 "env_states": [self.env.get_state(sim) for sim in self.sims[k]],
                 "rng": {"torch": self.generators[k].get_state()}}
 
     def load(self, checkpoints: list) -> None:
         """Restore the state of every seed from its checkpoint (all at the same step)."""
         state = stack_seeds([{key: value for key, value in checkpoint.items()
-                              if key not in ("args", "rng", "env_states")} for checkpoint in checkpoints])
+                              if key not in ("args", "rng", "env_states", "initial_parameters")}
+                             for checkpoint in checkpoints])
         for name, value in [*vars(self.agent).items(), *((name, getattr(self, name)) for name in self.STATE)]:
             if hasattr(value, "load_state_dict"):
                 value.load_state_dict(state[name])
@@ -1129,6 +1149,12 @@ class Run:
                 self.env.set_state(sim, env_state)
         for generator, checkpoint in zip(self.generators, checkpoints):
             generator.set_state(checkpoint["rng"]["torch"])
+        # theta_0 as the run drew it; a checkpoint written before issue 47 has none: the build's draw stays (the
+        # same seed's generator, so the same parameters while the initialization code is unchanged)
+        for k, checkpoint in enumerate(checkpoints):
+            for network, parameters in checkpoint.get("initial_parameters", {}).items():
+                for name, value in parameters.items():
+                    self.initial_state[network][name][k] = value[0]
 
 
 # ---- Environments and evaluation ----
@@ -1819,6 +1845,9 @@ def build(run: Run) -> None:
         print(f"error: make_agent's Agent lacks {', '.join(missing)}, which the plumbing uses (the contract in the "
               "marker comment)", file=sys.stderr)
         sys.exit(EXIT_INVALID_CONFIG)
+    run.initial_state = {name: {key: parameter.detach().clone() for key, parameter in network.named_parameters()}
+                         for name, network in vars(run.agent).items()
+                         if isinstance(network, nn.Module) and list(network.parameters())}
     run.obs_rms = RunningMeanStd(num_seeds, (run.obs_dim,))
     # Per-environment episode state, (seeds, envs) (kept here, not in wrappers, so that it can be checkpointed)
     run.episode_return = np.zeros((num_seeds, args.num_envs))

@@ -124,6 +124,7 @@ def test_the_previous_defaults_are_one_set_of_flags_away(script, tmp_path):
     assert not changed, f"the previous defaults' outputs differ from those of {commit[:10]}:\n" + "\n".join(changed)
 
 
+@pytest.mark.every_script  # conftest's --script keeps it
 def test_the_plumbing_block_is_byte_identical_in_every_script():
     """Below its marker line every algorithm script holds the same plumbing, byte for byte, and its Args ends with
     the same run settings (the template's are copied with scripts/sync_plumbing.py); the rest is the method. Args
@@ -155,7 +156,7 @@ def saved_networks(checkpoint: dict) -> list:
 
 def assert_same_seed_outputs(dir_a, dir_b) -> None:
     """Two run directories of one seed hold byte-identical evaluations and plasticity logs (line ends included: a
-    resume rewrites them) and bit-identical final networks."""
+    resume rewrites them), bit-identical final networks and the same initial ones (initial_parameters)."""
     for name in ("evaluations.csv", "plasticity.csv"):
         assert (dir_a / name).read_bytes() == (dir_b / name).read_bytes(), name
     final_a = load_checkpoint_file(dir_a / "checkpoint.pt")
@@ -166,6 +167,12 @@ def assert_same_seed_outputs(dir_a, dir_b) -> None:
     for network in networks:
         for name, tensor in final_a[network].items():
             assert torch.equal(tensor, final_b[network][name]), f"{network}.{name} differs"
+    initial_a, initial_b = final_a["initial_parameters"], final_b["initial_parameters"]
+    assert {"actor", "critic"} <= set(initial_a) and initial_a.keys() == initial_b.keys()
+    for network, parameters in initial_a.items():
+        assert parameters.keys() == initial_b[network].keys()
+        for name, tensor in parameters.items():
+            assert torch.equal(tensor, initial_b[network][name]), f"initial {network}.{name} differs"
 
 
 @pytest.mark.parametrize("script", SCRIPTS)
@@ -582,6 +589,7 @@ def test_parse_errors_are_one_line_and_help_survives_a_closed_pipe(tmp_path):
     assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
 
 
+@pytest.mark.every_script  # conftest's --script keeps it
 def test_every_script_gives_the_plumbing_the_same_method_signatures():
     """The contract of the marker comment: every script defines the functions the plumbing and main call, with the
     template's parameters (a method changes what they do, not how they are called)."""

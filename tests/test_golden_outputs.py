@@ -68,6 +68,19 @@ def test_missing_new_and_plain_checkpoint_entries_and_other_seeds_are_reported()
         "seeds ['1'], expected ['1', '2']"]
 
 
+def test_an_entry_newer_than_the_reference_is_compared_once_the_reference_has_it():
+    """initial_parameters (issue 47) is not in REFERENCE_COMMIT's checkpoints: not "new" there, but a change of it
+    or its absence is reported against a reference that has it."""
+    def add(seed, digest=DIGEST):
+        seed["checkpoint"]["initial_parameters"] = {"actor": {"log_std": digest}}
+
+    assert golden_outputs.differences(changed(add), {"1": FINGERPRINT, "2": FINGERPRINT}) == []
+    assert golden_outputs.differences(changed(lambda seed: add(seed, OTHER_DIGEST)), changed(add)) == [
+        "seed 2: checkpoint['initial_parameters']['actor']['log_std'] changed"]
+    assert golden_outputs.differences({"1": FINGERPRINT, "2": FINGERPRINT}, changed(add)) == [
+        "seed 2: checkpoint entry 'initial_parameters' is missing"]
+
+
 def test_run_script_runs_another_copy_from_its_own_root(tmp_path):
     """The reference run imports the reference copy's modules: run_script(repo_root=...) runs that copy's script
     with that copy as the working directory and first on the import path."""

@@ -475,3 +475,100 @@ def test_steps_taken_counts_each_seeds_steps_and_survives_a_state_dict_round_tri
     resumed = ppo.SeedwiseAdam(critic.parameters(), lr=1e-3)
     resumed.load_state_dict(optimizer.state_dict())
     assert resumed.steps_taken().tolist() == [3, 2]
+
+
+# ---- Each network's initial parameters per seed (initial_parameters), and reductions over stacked parameters ----
+
+
+def test_a_reduction_over_a_seeds_contiguous_entries_does_not_depend_on_the_seeds_beside_it():
+    """The rule for a method's reductions over stacked parameters (docs/reading-guide.md): seed k's value of
+    ||p - p0||^2 (and of its sum, mean, norm, max) computed from a stack of 3 or 5 seeds, over its slice p[k] or
+    over the non-seed axes of the stack, is bit for bit that of a one-seed stack; so is the gradient of
+    lambda ||p - p0||^2. Shapes as the networks' (seed k's slice of a log std starts at a misaligned offset)."""
+    reductions = {"sum of squares": lambda d: d.square().sum(), "norm() ** 2": lambda d: d.norm() ** 2,
+                  "vector_norm": torch.linalg.vector_norm, "mean": lambda d: d.square().mean(),
+                  "max": lambda d: d.abs().max(), "sum over the first axis": lambda d: d.square().sum(0)}
+    over_the_stack = {"sum of squares": lambda d: d.square().flatten(1).sum(1),
+                      "norm() ** 2": lambda d: d.flatten(1).norm(dim=1) ** 2,
+                      "vector_norm": lambda d: torch.linalg.vector_norm(d.flatten(1), dim=1),
+                      "mean": lambda d: d.square().flatten(1).mean(1), "max": lambda d: d.abs().flatten(1).amax(1),
+                      "sum over the first axis": lambda d: d.square().sum(1)}
+    generator = torch.Generator().manual_seed(0)
+    for shape in ((256, 17), (256, 256), (6, 256), (1, 256), (1, 6), (1, 1), (64, 105)):
+        for num_seeds in (3, 5):
+            p, p0 = torch.randn(num_seeds, *shape, generator=generator), torch.randn(num_seeds, *shape, generator=generator)
+            stacked = p.clone().requires_grad_()
+            (0.01 * (stacked - p0).square().flatten(1).sum(1)).sum().backward()
+            for k in range(num_seeds):
+                alone, alone0 = p[k : k + 1].clone(), p0[k : k + 1].clone()  # seed k in a run of its own
+                for name, reduce in reductions.items():
+                    expected = reduce((alone - alone0)[0])
+                    assert torch.equal(reduce(p[k] - p0[k]), expected), (name, shape, num_seeds, k)
+                    assert torch.equal(over_the_stack[name](p - p0)[k], expected), (name, shape, num_seeds, k)
+                alone.requires_grad_()
+                (0.01 * (alone - alone0).square().flatten(1).sum(1)).sum().backward()
+                assert torch.equal(stacked.grad[k], alone.grad[0]), (shape, num_seeds, k)
+
+
+def built_run(args, seeds) -> "ppo.Run":
+    """A Run as start_run builds it (the simulations and make_agent's agent, from each seed's generator), no outputs."""
+    run = ppo.Run()
+    run.args, run.seeds, run.device = args, list(seeds), torch.device("cpu")
+    run.generators = [torch.Generator().manual_seed(seed) for seed in seeds]
+    ppo.build(run)
+    return run
+
+
+def resumed_run(args, seeds, checkpoints) -> "ppo.Run":
+    """A Run built, then loaded from ``checkpoints`` as restore_or_reset resumes one."""
+    run = built_run(args, seeds)
+    run.raw_obs = None
+    run.load(checkpoints)
+    return run
+
+
+def test_initial_parameters_are_a_one_seed_builds_and_survive_sigterm_resume_and_old_checkpoints(tmp_path):
+    """initial_parameters(run, network, k) is bit for bit what a one-seed build of seed k draws, for every parameter
+    of every network (Linear, LayerNorm, log std); the checkpoint keeps it through SIGTERM + resume (a resumed run
+    reads it from there: an edited copy comes back edited); a checkpoint without it (before issue 47) resumes with
+    the build's draw."""
+    from tiny_run import TINY_FLAGS, load_checkpoint_file, run_script, run_until_checkpoint_then_stop
+
+    flags = ["--num-seeds", "2", "--checkpoint-frequency", "128"]
+    stopped = run_until_checkpoint_then_stop("ppo_continuous.py", tmp_path / "seed{seed}",
+                                             tmp_path / "seed2" / "checkpoint.pt", *flags)
+    assert stopped.returncode == 75, stopped.stderr[-2000:]
+    resumed = run_script("ppo_continuous.py", tmp_path / "seed{seed}", *flags)
+    assert resumed.returncode == 0 and "resuming" in resumed.stdout, resumed.stderr[-2000:]
+    checkpoints = [load_checkpoint_file(tmp_path / f"seed{seed}" / "checkpoint.pt") for seed in (1, 2)]
+    assert checkpoints[0]["global_step"] == 512
+
+    args = ppo.parse_args([*TINY_FLAGS, *flags, "--run-dir", str(tmp_path / "seed{seed}")])
+    run = resumed_run(args, (1, 2), checkpoints)
+    assert sorted(run.initial_state) == ["actor", "critic"]
+    assert {"log_std", "trunk.1.weight", "mean_head.bias"} <= set(ppo.initial_parameters(run, "actor"))  # all of them
+    for k, seed in enumerate((1, 2)):
+        one_seed = built_run(ppo.dataclasses.replace(args, num_seeds=1, seed=seed), (seed,)).agent
+        for network in ("actor", "critic"):
+            initial = ppo.initial_parameters(run, network, k)
+            built = dict(getattr(one_seed, network).named_parameters())
+            assert initial.keys() == built.keys()
+            for name, parameter in built.items():
+                assert torch.equal(initial[name], parameter.detach()[0]), (seed, network, name)
+                assert torch.equal(ppo.initial_parameters(run, network)[name][k], initial[name])
+            # trained since: the run's parameters are no longer the initial ones
+            assert not torch.equal(checkpoints[k][network]["trunk.0.weight"][0], built["trunk.0.weight"].detach()[0])
+
+    edited = [{**checkpoint, "initial_parameters": {network: {name: value + 1.0 for name, value in parameters.items()}
+                                                     for network, parameters in checkpoint["initial_parameters"].items()}}
+              for checkpoint in checkpoints]
+    from_edited = resumed_run(args, (1, 2), edited)
+    assert torch.equal(ppo.initial_parameters(from_edited, "actor", 1)["log_std"],
+                       ppo.initial_parameters(run, "actor", 1)["log_std"] + 1.0)
+    old = resumed_run(args, (1, 2), [{key: value for key, value in checkpoint.items() if key != "initial_parameters"}
+                                     for checkpoint in checkpoints])
+    for network in ("actor", "critic"):
+        for name, value in ppo.initial_parameters(run, network).items():
+            assert torch.equal(ppo.initial_parameters(old, network)[name], value)
+    with pytest.raises(ValueError, match=r"no network 'predictor'; its networks: \['actor', 'critic'\]"):
+        ppo.initial_parameters(run, "predictor")
