@@ -1981,8 +1981,8 @@ def restore_or_reset(run: Run) -> bool:
                 try:
                     kept_lines[path] = csv_lines_to_keep(path, header, run.global_step)
                 except ValueError as error:
-                    print(f"error: {error}; the run directory is unchanged; repair that line to resume (a row of a "
-                          f"step after {run.global_step}, the checkpoint's, may be deleted: it is logged again)",
+                    print(f"error: {error}; the run directory is unchanged; repair the file to resume (rows of steps "
+                          f"after {run.global_step}, the checkpoint's, may simply be deleted: the run logs them again)",
                           file=sys.stderr)
                     sys.exit(EXIT_INVALID_CONFIG)
             states_path = os.path.join(run.run_dirs[seed], "states.npz")

@@ -237,3 +237,22 @@ def test_csv_lines_kept_on_resume(tmp_path):
                              (b"global_st", "has no header line")]:
         with pytest.raises(ValueError, match=problem):
             kept(damaged)
+
+
+def test_a_malformed_config_is_refused_unless_overwrite(tmp_path):
+    """prepare_run_dir: a config.json that is not JSON, or holds no flags, is refused naming the file, the directory
+    unchanged; with --overwrite the run's outputs are deleted (the run starts again), other files kept."""
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    config_args = {**ppo.dataclasses.asdict(ppo.Args()), "run_dir": str(run_dir)}
+    for config, problem in [(b'{"args": {"seed": 1,', "cannot be read: Expecting"),
+                            (b'["seed"]', "cannot be read: it holds no flags")]:
+        (run_dir / "config.json").write_bytes(config)
+        (run_dir / "evaluations.csv").write_bytes(b"global_step\r\n0\r\n")
+        (run_dir / "notes.txt").write_bytes(b"mine")
+        before = directory_bytes(run_dir)
+        with pytest.raises(ValueError, match=problem) as refused:
+            ppo.prepare_run_dir(ppo.Args(), str(run_dir), config_args)
+        assert str(run_dir / "config.json") in str(refused.value) and directory_bytes(run_dir) == before
+        ppo.prepare_run_dir(ppo.Args(overwrite=True), str(run_dir), config_args)
+        assert directory_bytes(run_dir) == {"notes.txt": b"mine"}
