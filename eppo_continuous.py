@@ -826,6 +826,9 @@ AGENT_FIELDS = ("actor", "critic", "critic_optimizer")
 EXIT_INVALID_CONFIG = 2
 EXIT_NONFINITE = 3
 EXIT_PREEMPTED = 75
+# A file of the run could not be written (a full disk, a quota, an I/O error): sysexits.h's EX_IOERR. Not requeued
+# by the sweeps, as 75 is: the same command resumes once space is freed.
+EXIT_DISK_FULL = 74
 CHECKPOINT_FORMAT = 4  # 2: every per-seed tensor has a leading seed axis of length 1; 3: BatchedEnv's env states;
 # 4: tensors and plain Python values only, so torch.load(weights_only=True) reads it without running code
 TRUSTED_OLD_FORMATS = (3,)  # read only with --trust-checkpoint (their numpy arrays need full unpickling)
@@ -839,6 +842,11 @@ CUDA_MIN_SEEDS = 8
 # Without a terminal (output to a file) the progress bar is off: every evaluation line says where the run is, and
 # a line says it at least this often when evaluations are further apart.
 PROGRESS_NOTE_SECONDS = 300
+# The CSV logs of a run directory and their columns; every column holds numbers but those in CSV_TEXT_COLUMNS.
+CSV_LOGS = {"evaluations.csv": ["global_step", "task", "episodes", "return_mean", "return_std", "return_min",
+                                "return_max"],
+            "plasticity.csv": ["global_step", "task", "network", "effective_rank", "stable_rank", "dormant_percent"]}
+CSV_TEXT_COLUMNS = ("network",)
 
 
 # ---- Seeds stacked in one process: layers, optimizer, normalization ----
@@ -1668,14 +1676,47 @@ def end_iteration(run: Run) -> None:
 # ---- Checkpoints and outputs ----
 
 
-def atomic_write_bytes(path: str, write_fn) -> None:
-    """Write a file through a temporary file, fsync and rename, so a crash never leaves it half-written."""
+def stop_on_failed_write(path: str, error: OSError) -> None:
+    """A file of the run could not be written (a full disk, a quota, an I/O error): one line naming it, the free space
+    left on its disk and the command that resumes, then exit EXIT_DISK_FULL. Nothing logged before is lost: a
+    checkpoint, states.npz, config.json or summary.json replaces its previous version only once whole
+    (atomic_write_bytes), and a CSV row is appended whole or not at all (CsvLog)."""
+    import shlex
+
+    try:
+        free = f"{shutil.disk_usage(os.path.dirname(os.path.abspath(path))).free / 2**20:.1f} MiB free on its disk"
+    except OSError:
+        free = "its disk's free space unknown"
+    print(f"error: could not write {path} ({error.strerror or error}; {free}); nothing already logged was lost (the "
+          f"last checkpoint and every logged row are whole); free some space, then re-run the same command to resume: "
+          f"{shlex.join(['python', *sys.argv])} (exit code {EXIT_DISK_FULL})", file=sys.stderr)
+    raise SystemExit(EXIT_DISK_FULL)
+
+
+@contextlib.contextmanager
+def writing(path: str):
+    """Stop the run with one line (stop_on_failed_write) when writing ``path`` inside this context fails."""
+    try:
+        yield
+    except OSError as error:
+        stop_on_failed_write(path, error)
+
+
+def atomic_write_bytes(path: str, write_fn, name: Optional[str] = None) -> None:
+    """Write a file through a temporary file, fsync and rename, so a crash never leaves it half-written. A write
+    that fails (a full disk) removes the temporary file, leaves ``path`` as it was and stops the run with one line
+    naming ``name`` (default ``path``): stop_on_failed_write."""
     tmp_path = f"{path}.tmp"
-    with open(tmp_path, "wb") as f:
-        write_fn(f)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp_path, path)
+    try:
+        with open(tmp_path, "wb") as f:
+            write_fn(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp_path, path)
+    except OSError as error:
+        with contextlib.suppress(OSError):
+            os.remove(tmp_path)
+        stop_on_failed_write(name or path, error)
 
 
 def arrays_as_tensors(state, places: list, path: tuple = ()):
@@ -1697,10 +1738,11 @@ def save_checkpoint(run_dir: str, state: dict) -> None:
     path = os.path.join(run_dir, "checkpoint.pt")
     places = []
     saved = {**arrays_as_tensors(state, places), "numpy_arrays": places}
-    atomic_write_bytes(f"{path}.new", lambda f: torch.save(saved, f))  # complete on disk before anything moves
-    if os.path.exists(path):
-        os.replace(path, os.path.join(run_dir, "checkpoint.prev.pt"))
-    os.replace(f"{path}.new", path)
+    atomic_write_bytes(f"{path}.new", lambda f: torch.save(saved, f), name=path)  # whole on disk before anything moves
+    with writing(path):
+        if os.path.exists(path):
+            os.replace(path, os.path.join(run_dir, "checkpoint.prev.pt"))
+        os.replace(f"{path}.new", path)
 
 
 def read_checkpoint(path: str, trust: bool = False) -> tuple:
@@ -1760,8 +1802,11 @@ def group_checkpoints(run_dirs: list, trust: bool = False) -> Optional[list]:
 
 
 def write_checkpoint(run: Run) -> None:
-    """Each seed's own checkpoint.pt in its run directory, in the format of a one-seed run (and its states.npz)."""
+    """Each seed's own checkpoint.pt in its run directory, in the format of a one-seed run (and its states.npz),
+    after its TensorBoard points (on disk when the checkpoint is: a resume purges only those logged after it)."""
     for k, seed in enumerate(run.seeds):
+        with writing(os.path.join(run.run_dirs[seed], "events.out.tfevents.*")):
+            run.writers[k].flush()
         save_checkpoint(run.run_dirs[seed], run.checkpoint_state(k))
         if run.args.save_states and run.saved_states[k]:
             observations, steps = np.concatenate(run.saved_states[k]), np.concatenate(run.saved_state_steps[k])
@@ -1770,17 +1815,55 @@ def write_checkpoint(run: Run) -> None:
                                lambda f: np.savez_compressed(f, observations=observations, global_steps=steps))
 
 
-def truncate_csv(path: str, last_step: int) -> None:
-    """Drop rows logged after ``last_step`` (they will be logged again, identically, after a resume). The kept rows
-    are written back by csv.writer, as CsvLog writes them (its "\\r\\n" line ends), so that a resumed file is byte
-    for byte the file of a run that was never stopped."""
+def csv_lines_to_keep(path: str, header: list, last_step: int) -> Optional[list]:
+    """The lines of a CSV log (its header first, as CsvLog wrote them) that a resume from ``last_step`` keeps: those
+    logged up to it, each checked whole (the header's fields; numbers in the columns of numbers). Rows logged after
+    it are dropped whatever they hold (they are logged again, identically), and so is a torn last line (no line end:
+    what a crash or a full disk in the middle of an append leaves). None when the file does not exist; ValueError
+    naming the file, the line and what is wrong when a kept line is not whole."""
     if not os.path.exists(path):
-        return
-    with open(path, newline="") as f:
-        rows = list(csv.reader(f))
-    kept = io.StringIO()
-    csv.writer(kept).writerows([rows[0]] + [row for row in rows[1:] if row and int(row[0]) <= last_step])
-    atomic_write_bytes(path, lambda f: f.write(kept.getvalue().encode()))
+        return None
+    with open(path, "rb") as f:
+        lines = f.read().split(b"\n")
+    lines = [line + b"\n" for line in lines[:-1]]  # the last piece is empty, or a torn line
+    kept = []
+    for number, line in enumerate(lines, start=1):
+        try:
+            row = next(csv.reader([line.decode("ascii")]))
+        except (UnicodeDecodeError, csv.Error) as error:
+            raise ValueError(f"{path}, line {number}: unreadable ({error})") from None
+        if number == 1:
+            if row != header:
+                raise ValueError(f"{path}, line 1: the header is {','.join(row)!r}, expected {','.join(header)!r}")
+        else:
+            try:
+                if int(row[0]) > last_step:
+                    continue
+            except (IndexError, ValueError):
+                raise ValueError(f"{path}, line {number}: {line.decode('ascii').strip()!r} has no step number in "
+                                 f"its first column") from None
+            if len(row) != len(header):
+                raise ValueError(f"{path}, line {number}: {len(row)} fields, the header has {len(header)}")
+            for column, value in zip(header, row):
+                try:
+                    if column not in CSV_TEXT_COLUMNS:
+                        float(value)
+                except ValueError:
+                    raise ValueError(f"{path}, line {number}: {column} is {value!r}, not a number") from None
+        kept.append(line)
+    if not kept:
+        raise ValueError(f"{path} has no header line")
+    return kept
+
+
+def truncate_csv(path: str, lines: list) -> None:
+    """Write back the ``lines`` of a CSV log that a resume keeps (csv_lines_to_keep), when they are not the whole
+    file: they are the lines CsvLog wrote, so a resumed file is byte for byte the file of a run that never stopped."""
+    kept = b"".join(lines)
+    with open(path, "rb") as f:
+        if f.read() == kept:
+            return
+    atomic_write_bytes(path, lambda f: f.write(kept))
 
 
 def last_logged_return(path: str) -> float:
@@ -1793,22 +1876,32 @@ def last_logged_return(path: str) -> float:
 
 
 class CsvLog:
-    """Append-only CSV with a header, flushed after every row so a crash never loses a logged row."""
+    """Append-only CSV with a header; every row goes to the file at once, whole, so a crash never loses a logged row
+    and a failed write (a full disk) leaves none torn: the file is cut back to its last whole row and the run stops
+    (stop_on_failed_write)."""
 
     def __init__(self, path: str, header: list):
-        new = not os.path.exists(path)
-        self.file = open(path, "a", newline="")
-        self.writer = csv.writer(self.file)
-        if new:
-            self.writer.writerow(header)
-            self.file.flush()
+        self.path = path
+        with writing(path):
+            self.fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+        if os.fstat(self.fd).st_size == 0:
+            self.write(header)
 
     def write(self, row: list) -> None:
-        self.writer.writerow(row)
-        self.file.flush()
+        line = io.StringIO()
+        csv.writer(line).writerow(row)
+        data = line.getvalue().encode()
+        size = os.fstat(self.fd).st_size
+        try:
+            while data:
+                data = data[os.write(self.fd, data):]
+        except OSError as error:
+            with contextlib.suppress(OSError):
+                os.ftruncate(self.fd, size)  # no torn row (a shorter file needs no space)
+            stop_on_failed_write(self.path, error)
 
     def close(self) -> None:
-        self.file.close()
+        os.close(self.fd)
 
 
 def run_metadata() -> dict:
@@ -1872,11 +1965,21 @@ def prepare_run_dir(args: Args, run_dir: str, config_args: dict) -> None:
     config_path = os.path.join(run_dir, "config.json")
     if not os.path.exists(config_path):
         return
-    with open(config_path) as f:
-        previous = json.load(f)["args"]
-    differing = sorted(k for k in set(previous) | set(config_args)
-                       if k not in RESUME_IGNORED_ARGS and previous.get(k) != config_args.get(k))
-    if not differing:
+    try:
+        with open(config_path) as f:
+            config = json.load(f)
+        previous = config.get("args") if isinstance(config, dict) else None
+        if not isinstance(previous, dict):
+            raise ValueError("it holds no flags (args)")
+    except (OSError, ValueError) as error:  # ValueError: JSON's and UTF-8's errors too
+        if not args.overwrite:
+            raise ValueError(f"{config_path} cannot be read: {str(error).splitlines()[0]}; the run directory is "
+                             "unchanged; repair the file, or pass --overwrite to delete this run's outputs and start "
+                             "again") from None
+        previous = None
+    differing = None if previous is None else sorted(k for k in set(previous) | set(config_args) if k not in
+                                                     RESUME_IGNORED_ARGS and previous.get(k) != config_args.get(k))
+    if differing == []:
         return
     if not args.overwrite:
         detail = ", ".join(f"{k}: {previous.get(k)!r} -> {config_args.get(k)!r}" for k in differing)
@@ -1926,10 +2029,21 @@ def choose_seeds(run: Run) -> None:
         sys.exit(EXIT_INVALID_CONFIG)
     run.seeds = []
     for seed in all_seeds:
-        if os.path.exists(os.path.join(run.run_dirs[seed], "summary.json")):
-            print(f"{run.run_dirs[seed]} already holds a finished run (summary.json); nothing to do.")
-        else:
+        summary_path = os.path.join(run.run_dirs[seed], "summary.json")
+        if not os.path.exists(summary_path):
             run.seeds.append(seed)
+            continue
+        try:
+            with open(summary_path) as f:
+                summary = json.load(f)
+            if not isinstance(summary, dict) or "status" not in summary:
+                raise ValueError("it holds no status")
+        except (OSError, ValueError) as error:  # ValueError: JSON's and UTF-8's errors too
+            print(f"error: {summary_path} cannot be read: {str(error).splitlines()[0]}; the run directory is "
+                  "unchanged; a run writes it when it has finished, after its final checkpoint: delete it to finish "
+                  "the run from its last checkpoint", file=sys.stderr)
+            sys.exit(EXIT_INVALID_CONFIG)
+        print(f"{run.run_dirs[seed]} already holds a finished run (summary.json); nothing to do.")
     if not run.seeds:
         sys.exit(0)
     run.schedule = nonstationary_envs.task_schedule(args.env_id, args.experiment, args.strategy)
@@ -2019,15 +2133,32 @@ def restore_or_reset(run: Run) -> bool:
     else:
         run.raw_obs = None
         run.load(checkpoints)
+        # every file read before any is written: a file that cannot be read stops the run, the directory unchanged
+        kept_lines = {}
         for k, seed in enumerate(seeds):
-            for name in ("evaluations.csv", "plasticity.csv"):
-                truncate_csv(os.path.join(run.run_dirs[seed], name), run.global_step)
+            for name, header in CSV_LOGS.items():
+                path = os.path.join(run.run_dirs[seed], name)
+                try:
+                    kept_lines[path] = csv_lines_to_keep(path, header, run.global_step)
+                except ValueError as error:
+                    print(f"error: {error}; the run directory is unchanged; repair the file to resume (rows of steps "
+                          f"after {run.global_step}, the checkpoint's, may simply be deleted: the run logs them again)",
+                          file=sys.stderr)
+                    sys.exit(EXIT_INVALID_CONFIG)
             states_path = os.path.join(run.run_dirs[seed], "states.npz")
             if args.save_states and os.path.exists(states_path):
-                with np.load(states_path) as saved:
-                    keep = saved["global_steps"] <= run.global_step
-                    run.saved_states[k] = [saved["observations"][keep]]
-                    run.saved_state_steps[k] = [saved["global_steps"][keep]]
+                try:
+                    with np.load(states_path) as saved:
+                        keep = saved["global_steps"] <= run.global_step
+                        run.saved_states[k] = [saved["observations"][keep]]
+                        run.saved_state_steps[k] = [saved["global_steps"][keep]]
+                except Exception as error:  # a truncated or corrupt archive: zipfile's, numpy's and KeyError
+                    print(f"error: {states_path} cannot be read ({type(error).__name__}: {error}); the run directory "
+                          "is unchanged; delete the file to resume without the states saved so far", file=sys.stderr)
+                    sys.exit(EXIT_INVALID_CONFIG)
+        for path, lines in kept_lines.items():
+            if lines is not None:
+                truncate_csv(path, lines)
     run.env.set_task(None, run.task_index)
     return checkpoints is not None
 
@@ -2039,23 +2170,24 @@ def open_outputs(run: Run, resumed: bool) -> None:
 
     args, seeds = run.args, run.seeds
     for seed in seeds:
-        with open(os.path.join(run.run_dirs[seed], "config.json"), "w") as f:
-            json.dump({"args": run.config_args[seed], "script": os.path.basename(__file__), "method": method_name(args),
-                       "run_name": run.run_names[seed], "num_tasks": run.num_tasks, "total_steps": run.total_steps,
-                       "schedule": [str(p) for p in run.schedule[: run.num_tasks]], **run_metadata()}, f, indent=2)
+        config = {"args": run.config_args[seed], "script": os.path.basename(__file__), "method": method_name(args),
+                  "run_name": run.run_names[seed], "num_tasks": run.num_tasks, "total_steps": run.total_steps,
+                  "schedule": [str(p) for p in run.schedule[: run.num_tasks]], **run_metadata()}
+        atomic_write_bytes(os.path.join(run.run_dirs[seed], "config.json"),
+                           lambda f: f.write(json.dumps(config, indent=2).encode()))
     if args.track:  # one seed (validate_args); before the SummaryWriters, which wandb's TensorBoard sync patches
         start_wandb(args, run.run_dirs[seeds[0]], run.run_names[seeds[0]], run.config_args[seeds[0]])
-    run.writers = [SummaryWriter(run.run_dirs[seed], purge_step=run.global_step if resumed else None)
-                   for seed in seeds]
+    run.writers = []
+    for seed in seeds:
+        with writing(os.path.join(run.run_dirs[seed], "events.out.tfevents.*")):
+            run.writers.append(SummaryWriter(run.run_dirs[seed], purge_step=run.global_step if resumed else None))
     if not resumed:
         for seed, writer in zip(seeds, run.writers):
             writer.add_text("hyperparameters", "|param|value|\n|-|-|\n" + "\n".join(
                 f"|{k}|{v}|" for k, v in run.config_args[seed].items()))
-    evaluation_header = ["global_step", "task", "episodes", "return_mean", "return_std", "return_min", "return_max"]
-    run.evaluations_logs = [CsvLog(os.path.join(run.run_dirs[seed], "evaluations.csv"), evaluation_header)
+    run.evaluations_logs = [CsvLog(os.path.join(run.run_dirs[seed], "evaluations.csv"), CSV_LOGS["evaluations.csv"])
                             for seed in seeds]
-    run.plasticity_logs = [CsvLog(os.path.join(run.run_dirs[seed], "plasticity.csv"),
-                                  ["global_step", "task", "network", "effective_rank", "stable_rank", "dormant_percent"])
+    run.plasticity_logs = [CsvLog(os.path.join(run.run_dirs[seed], "plasticity.csv"), CSV_LOGS["plasticity.csv"])
                            for seed in seeds]
     # the last evaluation of each seed, shown on the progress bar (after a resume: the last row already logged)
     run.last_eval_return = np.array([last_logged_return(os.path.join(run.run_dirs[seed], "evaluations.csv"))
@@ -2161,14 +2293,15 @@ def finish_run(run: Run) -> int:
                        "plasticity_time_s": timers["plasticity"], "nonfinite_skips": int(run.nonfinite_skips_total[k]),
                        "num_seeds": len(seeds), "group_train_sps": len(seeds) * run.global_step / max(train_time, 1e-9),
                        "device": run.device.type}
-            with open(os.path.join(run.run_dirs[seed], "summary.json"), "w") as f:
-                json.dump(summary, f, indent=2)
+            atomic_write_bytes(os.path.join(run.run_dirs[seed], "summary.json"),
+                               lambda f: f.write(json.dumps(summary, indent=2).encode()))
         print(f"finished {', '.join(run.run_dirs[seed] for seed in seeds)}: {run.global_step} steps per seed, train "
               f"SPS {summary['group_train_sps']:.0f} ({summary['train_sps']:.0f} per seed), eval {timers['eval']:.1f} s")
     for log in run.evaluations_logs + run.plasticity_logs:
         log.close()
-    for writer in run.writers:
-        writer.close()
+    for writer, seed in zip(run.writers, seeds):
+        with writing(os.path.join(run.run_dirs[seed], "events.out.tfevents.*")):
+            writer.close()
     if run.args.track:
         import wandb
 
@@ -2289,4 +2422,12 @@ def parse_args(argv: list) -> Args:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    try:
+        sys.exit(main(sys.argv[1:]))
+    except OSError as error:  # a write the run's own files do not name: TensorBoard's, from its writer thread
+        import errno
+
+        if error.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        stop_on_failed_write(error.filename or os.path.join(next(iter(RUN_DIR_LOCKS), "."), "events.out.tfevents.*"),
+                             error)

@@ -17,8 +17,9 @@ import pytest
 import torch
 
 import golden_outputs
-from tiny_run import (METHOD_EVENT_FLAGS, REPO_ROOT, TINY_EVALUATION_STEPS, TINY_FLAGS, load_checkpoint_file, read_csv,
-                      run_script, run_until_checkpoint_then_stop, start_script, two_seed_flags, wait_for)
+from tiny_run import (METHOD_EVENT_FLAGS, REPO_ROOT, TINY_EVALUATION_STEPS, TINY_FLAGS, assert_same_seed_outputs,
+                      directory_bytes, load_checkpoint_file, read_csv, run_script, run_until_checkpoint_then_stop,
+                      start_script, two_seed_flags, wait_for)
 
 # as scripts.sync_plumbing, not with scripts/ on sys.path: there scripts/coverage.py would shadow the `coverage`
 # package that numba (imported by umap in tests/test_coverage.py) probes for
@@ -146,35 +147,6 @@ def test_the_plumbing_block_is_byte_identical_in_every_script():
         assert set(re.findall(r"\bargs\.(\w+)", method)) <= declared, script
 
 
-
-
-def saved_networks(checkpoint: dict) -> list:
-    """Every network and method state saved as a state dict of tensors (actor, critic, DRND predictor, ...)."""
-    return [k for k, v in checkpoint.items() if isinstance(v, dict) and v and all(isinstance(t, torch.Tensor)
-                                                                                 for t in v.values())]
-
-
-def assert_same_seed_outputs(dir_a, dir_b) -> None:
-    """Two run directories of one seed hold byte-identical evaluations and plasticity logs (line ends included: a
-    resume rewrites them), bit-identical final networks and the same initial ones (initial_parameters)."""
-    for name in ("evaluations.csv", "plasticity.csv"):
-        assert (dir_a / name).read_bytes() == (dir_b / name).read_bytes(), name
-    final_a = load_checkpoint_file(dir_a / "checkpoint.pt")
-    final_b = load_checkpoint_file(dir_b / "checkpoint.pt")
-    assert final_a["global_step"] == final_b["global_step"]
-    networks = saved_networks(final_a)
-    assert {"actor", "critic"} <= set(networks)
-    for network in networks:
-        for name, tensor in final_a[network].items():
-            assert torch.equal(tensor, final_b[network][name]), f"{network}.{name} differs"
-    initial_a, initial_b = final_a["initial_parameters"], final_b["initial_parameters"]
-    assert {"actor", "critic"} <= set(initial_a) and initial_a.keys() == initial_b.keys()
-    for network, parameters in initial_a.items():
-        assert parameters.keys() == initial_b[network].keys()
-        for name, tensor in parameters.items():
-            assert torch.equal(tensor, initial_b[network][name]), f"initial {network}.{name} differs"
-
-
 @pytest.mark.parametrize("script", SCRIPTS)
 def test_two_seed_run_is_golden_resumes_bit_for_bit_and_each_seed_is_independent(script, tmp_path):
     """One straight run of seeds 1 and 2 in one process (tiny_run.two_seed_flags: the method's events, misaligned
@@ -280,11 +252,6 @@ class WouldRunCode:
 
     def __reduce__(self):
         return os.makedirs, (self.path,)
-
-
-def directory_bytes(run_dir) -> dict:
-    """Every file of a run directory, byte for byte, but .lock (it names the last process that held the directory)."""
-    return {path.name: path.read_bytes() for path in sorted(run_dir.iterdir()) if path.is_file() and path.name != ".lock"}
 
 
 def test_a_checkpoint_that_would_run_code_is_refused(tmp_path):

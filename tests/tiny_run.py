@@ -87,3 +87,39 @@ def run_until_checkpoint_then_stop(script: str, run_dir, checkpoint, *extra_flag
 def read_csv(path) -> list:
     with open(path, newline="") as f:
         return list(csv.DictReader(f))
+
+
+def saved_networks(checkpoint: dict) -> list:
+    """Every network and method state saved as a state dict of tensors (actor, critic, DRND predictor, ...)."""
+    import torch
+
+    return [k for k, v in checkpoint.items() if isinstance(v, dict) and v and all(isinstance(t, torch.Tensor)
+                                                                                 for t in v.values())]
+
+
+def assert_same_seed_outputs(dir_a, dir_b) -> None:
+    """Two run directories of one seed hold byte-identical evaluations and plasticity logs (line ends included: a
+    resume rewrites them), bit-identical final networks and the same initial ones (initial_parameters)."""
+    for name in ("evaluations.csv", "plasticity.csv"):
+        assert (dir_a / name).read_bytes() == (dir_b / name).read_bytes(), name
+    import torch
+
+    final_a = load_checkpoint_file(dir_a / "checkpoint.pt")
+    final_b = load_checkpoint_file(dir_b / "checkpoint.pt")
+    assert final_a["global_step"] == final_b["global_step"]
+    networks = saved_networks(final_a)
+    assert {"actor", "critic"} <= set(networks)
+    for network in networks:
+        for name, tensor in final_a[network].items():
+            assert torch.equal(tensor, final_b[network][name]), f"{network}.{name} differs"
+    initial_a, initial_b = final_a["initial_parameters"], final_b["initial_parameters"]
+    assert {"actor", "critic"} <= set(initial_a) and initial_a.keys() == initial_b.keys()
+    for network, parameters in initial_a.items():
+        assert parameters.keys() == initial_b[network].keys()
+        for name, tensor in parameters.items():
+            assert torch.equal(tensor, initial_b[network][name]), f"initial {network}.{name} differs"
+
+
+def directory_bytes(run_dir) -> dict:
+    """Every file of a run directory, byte for byte, but .lock (it names the last process that held the directory)."""
+    return {path.name: path.read_bytes() for path in sorted(run_dir.iterdir()) if path.is_file() and path.name != ".lock"}
