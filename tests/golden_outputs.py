@@ -11,7 +11,8 @@ instruction set (MKL's code path), so only a comparison on one machine is meanin
 are cached per machine under .golden_cache/ (gitignored), so a machine pays for them once.
 
 Without the reference commit in the clone's history (a shallow clone), the tests fall back to tests/golden/*.json,
-recorded on one machine, and skip on a machine whose CPU capability differs (`git fetch --unshallow` fixes it; on
+recorded on one machine, and skip on a machine whose CPU capability differs, or fail when the CI environment
+variable is set, where nothing skips (`git fetch --unshallow` fixes it, as .ci/run does; on
 an AVX-512 CPU, ATEN_CPU_CAPABILITY=avx2 MKL_ENABLE_INSTRUCTIONS=AVX2 also reproduced the AVX2 files' digests):
 
     python tests/golden_outputs.py          # (re)record tests/golden/*.json from REFERENCE_COMMIT's scripts
@@ -265,7 +266,8 @@ def reference_fingerprints(script: str, num_seeds: int, repo_root=REPO_ROOT, com
 
 
 class GoldenUnavailable(Exception):
-    """No reference for this machine (the message says why and how to get one): the golden test skips."""
+    """No reference for this machine (the message says why and how to get one): the golden test skips, or fails
+    in CI (tiny_run.cannot_run)."""
 
 
 def expected_fingerprints(script: str, num_seeds: int, repo_root=REPO_ROOT, commit: str = REFERENCE_COMMIT) -> dict:

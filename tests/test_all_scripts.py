@@ -18,7 +18,8 @@ import torch
 
 import golden_outputs
 from tiny_run import (METHOD_EVENT_FLAGS, REPO_ROOT, TINY_EVALUATION_STEPS, TINY_FLAGS, assert_same_seed_outputs,
-                      directory_bytes, load_checkpoint_file, read_csv, run_script, run_until_checkpoint_then_stop,
+                      cannot_run, directory_bytes, load_checkpoint_file, read_csv, run_patched, run_script,
+                      run_until_checkpoint_then_stop,
                       start_script, two_seed_flags, wait_for)
 
 # as scripts.sync_plumbing, not with scripts/ on sys.path: there scripts/coverage.py would shadow the `coverage`
@@ -86,11 +87,26 @@ def test_rerun_of_a_finished_run_exits_at_once(finished_run):
 
 def expected_outputs(script: str, num_seeds: int) -> dict:
     """REFERENCE_COMMIT's fingerprints of the tiny run on this machine (golden_outputs.py), or a skip naming why
-    there are none (a shallow clone on a machine unlike the one tests/golden was recorded on)."""
+    there are none (a shallow clone on a machine unlike the one tests/golden was recorded on); in CI a failure."""
     try:
         return golden_outputs.expected_fingerprints(script, num_seeds)
     except golden_outputs.GoldenUnavailable as reason:
-        pytest.skip(str(reason))
+        cannot_run(str(reason))
+
+
+def test_a_golden_comparison_that_cannot_run_fails_in_ci(monkeypatch):
+    """Without a reference for this machine the golden comparison skips with the reason, and fails with it when
+    the CI environment variable is set (tests/test_ci_guards.py)."""
+    def unavailable(script, num_seeds, commit=None):
+        raise golden_outputs.GoldenUnavailable("the reference commit is not in this clone's history")
+
+    monkeypatch.setattr(golden_outputs, "expected_fingerprints", unavailable)
+    monkeypatch.delenv("CI", raising=False)
+    with pytest.raises(pytest.skip.Exception, match="not in this clone's history"):
+        expected_outputs(SCRIPTS[0], 1)
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="not in this clone's history"):
+        expected_outputs(SCRIPTS[0], 1)
 
 
 def assert_matches_golden(fingerprints: dict, expected: dict) -> None:
@@ -118,7 +134,7 @@ def test_the_previous_defaults_are_one_set_of_flags_away(script, tmp_path):
     try:
         expected = golden_outputs.expected_fingerprints(script, 1, commit=commit)
     except golden_outputs.GoldenUnavailable as reason:
-        pytest.skip(str(reason))
+        cannot_run(str(reason))
     result = run_script(script, tmp_path / "run", *golden_outputs.PREVIOUS_DEFAULT_FLAGS)
     assert result.returncode == 0, result.stderr[-3000:]
     changed = golden_outputs.differences({"1": golden_outputs.fingerprint(tmp_path / "run")}, expected)
@@ -369,12 +385,42 @@ def test_run_dir_with_a_different_config_is_refused_unless_overwrite(finished_ru
 
 
 def test_overwrite_replaces_a_run_with_a_different_config(tmp_path):
+    """--overwrite deletes the old run's outputs (its TensorBoard file too: no mix of two runs' curves) and only
+    them: the user's own files in the directory survive, byte for byte."""
     run_dir = tmp_path / "run"
     assert run_script(SCRIPTS[0], run_dir, "--num-tasks", "1").returncode == 0
+    old_events = sorted(name for name in os.listdir(run_dir) if name.startswith("events.out.tfevents"))
+    assert old_events
+    (run_dir / "notes.txt").write_text("what I tried\n")
+    (run_dir / "evaluations.csv.orig").write_text("a copy the user kept\n")
+    (run_dir / "analysis").mkdir()
+    (run_dir / "analysis" / "plot.png").write_bytes(b"\x89PNG")
     result = run_script(SCRIPTS[0], run_dir, "--num-tasks", "1", "--seed", "7", "--overwrite")
     assert result.returncode == 0, result.stderr[-2000:]
     with open(run_dir / "config.json") as f:
         assert json.load(f)["args"]["seed"] == 7
+    assert not set(old_events) & set(os.listdir(run_dir))
+    assert evaluation_rows(run_dir) == [(0, 0), (128, 0), (256, 0)]  # the new run's rows only
+    assert (run_dir / "notes.txt").read_text() == "what I tried\n"
+    assert (run_dir / "evaluations.csv.orig").read_text() == "a copy the user kept\n"
+    assert (run_dir / "analysis" / "plot.png").read_bytes() == b"\x89PNG"
+
+
+@TEMPLATE_ONLY
+def test_sigint_stops_with_a_checkpoint_and_exit_75_and_the_rerun_ends_as_a_straight_run(finished_run, tmp_path):
+    """Ctrl-C (SIGINT) is handled as SIGTERM: a checkpoint at the next update's end, exit 75; the same command
+    resumes and ends bit for bit where the straight run (finished_run) ended."""
+    script, straight = finished_run
+    run_dir = tmp_path / "run"
+    stopped = run_until_checkpoint_then_stop(script, run_dir, run_dir / "checkpoint.pt", stop_signal=signal.SIGINT)
+    assert stopped.returncode == 75, (stopped.stdout[-2000:], stopped.stderr[-2000:])
+    assert f"received signal {int(signal.SIGINT)}" in stopped.stdout + stopped.stderr
+    assert "Traceback" not in stopped.stderr and "KeyboardInterrupt" not in stopped.stderr
+    assert not (run_dir / "summary.json").exists()
+    assert 0 < load_checkpoint_file(run_dir / "checkpoint.pt")["global_step"] < 512
+    resumed = run_script(script, run_dir)
+    assert resumed.returncode == 0 and "resum" in resumed.stdout.lower(), resumed.stderr[-2000:]
+    assert_same_seed_outputs(straight, run_dir)
 
 
 def test_a_second_process_on_a_run_directory_is_refused(tmp_path):
@@ -422,46 +468,86 @@ def test_unwritable_run_dir_fails_at_start(tmp_path):
     assert result.returncode == 2 and "not writable" in result.stderr
 
 
-# The per-seed gradient norm of the CPU path is torch.linalg.vector_norm of that seed's per-parameter norms, once
-# per seed and optimizer (actor, then critic) in every minibatch step; the patch makes chosen calls NaN.
+# The injection wraps the plumbing's optimizer_step, the one door every method's losses pass through: in the first
+# BAD_STEPS calls the losses keep their values but carry a NaN gradient for the seed indices BAD_SEEDS (every seed
+# when None), so each parameter of those seeds gets a NaN gradient whatever the loss is made of (which torch
+# functions the method calls, how many optimizers it has).
 NONFINITE_PATCH = """
-import runpy, sys, torch
+import torch
+
+class NanGradientForSeeds(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, loss):
+        return loss.clone()
+
+    @staticmethod
+    def backward(ctx, grad):
+        poisoned = grad.clone()
+        poisoned[slice(None) if BAD_SEEDS is None else BAD_SEEDS] = float("nan")
+        return poisoned
+
 calls = [0]
-original = torch.linalg.vector_norm
-def faulty(*a, **k):
-    norm = original(*a, **k)
+original_optimizer_step = namespace["optimizer_step"]
+def optimizer_step_with_nan_gradients(run, losses, *rest, **options):
     calls[0] += 1
-    return norm * float("nan") if calls[0] <= {bad_calls} and (calls[0] - 1) % {period} == 0 else norm
-torch.linalg.vector_norm = faulty
-sys.argv = sys.argv[1:]
-runpy.run_path(sys.argv[0], run_name="__main__")
+    if calls[0] <= BAD_STEPS:
+        losses = {name: NanGradientForSeeds.apply(loss) for name, loss in losses.items()}
+    return original_optimizer_step(run, losses, *rest, **options)
+namespace["optimizer_step"] = optimizer_step_with_nan_gradients
 """
 
 
-def run_with_nonfinite_gradients(script, run_dir, bad_calls, *flags, period=1):
-    patch = NONFINITE_PATCH.replace("{bad_calls}", str(bad_calls)).replace("{period}", str(period))
-    command = [sys.executable, "-c", patch, os.path.join(REPO_ROOT, script), "--run-dir", str(run_dir), *TINY_FLAGS,
-               *flags]
-    return subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
+def run_with_nonfinite_gradients(script, run_dir, bad_steps, *flags, bad_seeds=None, method_patch=""):
+    """The tiny run of ``script`` plus ``flags``, its first ``bad_steps`` optimizer steps given NaN gradients for
+    the seed indices ``bad_seeds`` (every seed when None); ``method_patch``: a stand-in method's patch, run first."""
+    patch = f"BAD_STEPS, BAD_SEEDS = {bad_steps!r}, {bad_seeds!r}\n{method_patch}\n{NONFINITE_PATCH}"
+    return run_patched(script, run_dir, patch, *flags)
+
+
+def assert_nonfinite_skips(result, run_dir, skipped) -> None:
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert f"skipped {skipped} minibatch step(s) with non-finite" in result.stderr
+    with open(run_dir / "summary.json") as f:
+        assert json.load(f)["nonfinite_skips"] == skipped
 
 
 @pytest.mark.parametrize("script", SCRIPTS)
 def test_nonfinite_gradients_are_skipped_and_counted(script, tmp_path):
-    # one norm per optimizer (actor, critic, and the method's own) per step: NaN in the first 3 skips 1 or 2 steps
-    result = run_with_nonfinite_gradients(script, tmp_path / "run", 3, "--num-tasks", "1")
-    assert result.returncode == 0, result.stderr[-3000:]
-    skipped = 1 if script == "ppo_drnd_continuous.py" else 2  # DRND: actor, critic, predictor
-    assert f"skipped {skipped} minibatch step(s) with non-finite" in result.stderr
-    with open(tmp_path / "run" / "summary.json") as f:
-        assert json.load(f)["nonfinite_skips"] == skipped
+    """NaN gradients in the first 2 optimizer steps (every optimizer of the step): both steps skipped, counted."""
+    result = run_with_nonfinite_gradients(script, tmp_path / "run", 2, "--num-tasks", "1")
+    assert_nonfinite_skips(result, tmp_path / "run", 2)
+
+
+# A stand-in method whose actor loss calls Tensor.norm() once per actor parameter (an L2-Init-like penalty of weight
+# 0, so the training is PPO's; issue 47: the injection once counted torch.linalg.vector_norm's calls, which
+# Tensor.norm() makes too). At exit it says how many minibatches' losses had the penalty.
+NORM_PENALTY_PATCH = """
+import atexit, sys
+penalized = [0]
+atexit.register(lambda: print(f"norm penalty in {penalized[0]} minibatch losses", file=sys.stderr))
+original_ppo_loss = namespace["ppo_loss"]
+def ppo_loss_with_a_norm_penalty(agent, mb, args):
+    losses, stats = original_ppo_loss(agent, mb, args)
+    penalty = sum((p - p.detach()).norm() ** 2 for p in agent.actor.parameters())
+    penalized[0] += 1
+    return {**losses, "actor": losses["actor"] + 0.0 * penalty}, stats
+namespace["ppo_loss"] = ppo_loss_with_a_norm_penalty
+"""
+
+
+def test_a_loss_calling_tensor_norm_passes_the_nonfinite_test(tmp_path):
+    result = run_with_nonfinite_gradients(SCRIPTS[0], tmp_path / "run", 2, "--num-tasks", "1",
+                                          method_patch=NORM_PENALTY_PATCH)
+    assert_nonfinite_skips(result, tmp_path / "run", 2)
+    # one task of 256 steps: one update (none after the last rollout) of 2 epochs x 2 minibatches of 64
+    assert "norm penalty in 4 minibatch losses" in result.stderr
 
 
 def test_a_nonfinite_seed_skips_its_own_steps_only(tmp_path):
-    """With two seeds the norms come in the order (actor seed 1, seed 2, critic seed 1, seed 2): NaN in every
-    other call for the first 8 calls makes seed 1 skip its first two steps, while seed 2 trains exactly as
-    it does alone."""
+    """NaN gradients for seed 1 (index 0) in the first two optimizer steps: seed 1 skips them, while seed 2 trains
+    exactly as it does alone."""
     flags = ["--num-tasks", "1", "--num-seeds", "2"]
-    result = run_with_nonfinite_gradients(SCRIPTS[0], tmp_path / "run" / "seed{seed}", 8, *flags, period=2)
+    result = run_with_nonfinite_gradients(SCRIPTS[0], tmp_path / "run" / "seed{seed}", 2, *flags, bad_seeds=[0])
     assert result.returncode == 0, result.stderr[-3000:]
     with open(tmp_path / "run" / "seed1" / "summary.json") as a, open(tmp_path / "run" / "seed2" / "summary.json") as b:
         assert json.load(a)["nonfinite_skips"] == 2 and json.load(b)["nonfinite_skips"] == 0
@@ -556,6 +642,19 @@ def test_parse_errors_are_one_line_and_help_survives_a_closed_pipe(tmp_path):
     assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
 
 
+def test_the_plumbing_refuses_a_method_without_any_one_of_the_contract_functions(monkeypatch):
+    """Each name of METHOD_FUNCTIONS is checked at start: a method without it gets validate_args' error naming it
+    (the one-line error, exit 2, of parse_args)."""
+    import ppo_continuous as template
+
+    template.validate_args(template.Args())  # the defaults pass
+    for name in template.METHOD_FUNCTIONS:
+        with monkeypatch.context() as patched:
+            patched.delattr(template, name)
+            with pytest.raises(ValueError, match=f"the method above the marker lacks {name}, which the plumbing uses"):
+                template.validate_args(template.Args())
+
+
 @pytest.mark.every_script  # conftest's --script keeps it
 def test_every_script_gives_the_plumbing_the_same_method_signatures():
     """The contract of the marker comment: every script defines the functions the plumbing and main call, with the
@@ -564,7 +663,9 @@ def test_every_script_gives_the_plumbing_the_same_method_signatures():
     import inspect
 
     template = importlib.import_module("ppo_continuous")
-    assert "main" in template.METHOD_FUNCTIONS and len(template.METHOD_FUNCTIONS) == 12
+    # main's phases and the hooks the plumbing calls are in the contract (whatever else it may come to hold)
+    assert {"make_agent", "rollout_policy", "evaluation_action", "training_reward", "compute_advantages", "update",
+            "log_update", "set_learning_rate", "main"} <= set(template.METHOD_FUNCTIONS)
     for script in SCRIPTS:
         module = importlib.import_module(script[: -len(".py")])
         for name in template.METHOD_FUNCTIONS:

@@ -644,26 +644,45 @@ def test_prior_mode_init_starts_the_evidence_at_the_hyperpriors_modes(transform)
 
 
 def test_every_script_has_the_same_reward_normalization_switch():
-    """--norm-reward/--no-norm-reward: the same field and the same training_reward in every script."""
-    import glob
+    """--norm-reward/--no-norm-reward, off by default, in every script: training_reward on a stream of rewards
+    with terminations equals gymnasium's NormalizeReward (its own RunningMeanStd as the reference: the discounted
+    return restarts on termination, the reward is divided by its running std, then clipped); without the flag the
+    reward is returned as it is and the statistics are still updated."""
+    import importlib
+    from types import SimpleNamespace
 
-    from tiny_run import REPO_ROOT
+    from gymnasium.wrappers.utils import RunningMeanStd as GymnasiumRunningMeanStd
 
-    block = """    agent.discounted_return = agent.discounted_return * args.gamma * (1.0 - terminated) + reward
-    agent.return_rms.update(agent.discounted_return)
-    if not args.norm_reward:
-        return reward
-    scaled_reward = reward.astype(np.float32) / np.sqrt(agent.return_rms.var + 1e-8)
-    return np.minimum(np.maximum(scaled_reward, -args.normalization_clip), args.normalization_clip)
-"""
-    scripts = sorted(glob.glob(os.path.join(REPO_ROOT, "*_continuous.py")))
-    assert len(scripts) >= 5
+    from scripts import sync_plumbing
+
+    rng = np.random.default_rng(3)
+    seeds, envs, steps = 2, 3, 40
+    rewards = rng.normal(scale=5.0, size=(steps, seeds, envs))
+    rewards[7, 0, 1] = 400.0  # a reward that the clip at --normalization-clip stops (it is ~50 std)
+    terminated = (rng.random((steps, seeds, envs)) < 0.1).astype(np.float64)
+    scripts = [sync_plumbing.TEMPLATE, *sync_plumbing.SCRIPTS]
+    assert len(scripts) >= 7
     for script in scripts:
-        with open(script) as f:
-            source = f.read()
-        assert source.count(block) == 1, script
-        assert source.count("    norm_reward: bool = False\n") == 1, script
-        assert source.count("args.norm_reward") == 1, script  # the only switch on the rewards
+        module = importlib.import_module(script[: -len(".py")])
+        assert module.Args().norm_reward is False, script
+        for norm_reward in (True, False):
+            args = module.Args(norm_reward=norm_reward)
+            agent = SimpleNamespace(discounted_return=np.zeros((seeds, envs)),
+                                    return_rms=module.RunningMeanStd(seeds, ()))
+            reference = [GymnasiumRunningMeanStd(shape=()) for _ in range(seeds)]
+            discounted = np.zeros((seeds, envs))
+            for t in range(steps):
+                got = module.training_reward(agent, rewards[t], terminated[t], args)
+                discounted = discounted * args.gamma * (1.0 - terminated[t]) + rewards[t]
+                for k in range(seeds):
+                    reference[k].update(discounted[k])
+                std = np.sqrt(np.array([r.var for r in reference]) + 1e-8)[:, None]
+                expected = np.clip(rewards[t] / std, -args.normalization_clip, args.normalization_clip)
+                if norm_reward:
+                    np.testing.assert_allclose(got, expected, rtol=1e-5, err_msg=f"{script} step {t}")
+                else:
+                    assert np.array_equal(got, rewards[t]), (script, t)
+            np.testing.assert_allclose(agent.return_rms.var[:, 0], [r.var for r in reference], rtol=1e-10)
 
 
 def _first_update(tags, tag):

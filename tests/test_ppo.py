@@ -227,28 +227,33 @@ def test_log_lines_say_where_the_run_is_when_output_goes_to_a_file(tmp_path):
     assert all(note.endswith(" left") and " steps/s, " in note for note in notes[1:])
 
 
-@pytest.mark.parametrize("change, named", [
-    (("def training_reward(", "def renamed_training_reward("), "training_reward"),
-    (('AGENT_FIELDS = ("actor", "critic", "critic_optimizer")', 'AGENT_FIELDS = ("actor", "critic", "value_optimizer")'),
-     "value_optimizer"),
-    (("    max_grad_norm: float = 0.5\n", "    grad_clip: float = 0.5\n"), "Args.max_grad_norm"),
-])
-def test_a_method_that_breaks_the_plumbing_contract_gets_a_clear_error_at_start(change, named, tmp_path):
+# A method that breaks the contract, made at run time (tiny_run.run_patched), not by editing the template's text:
+# one that lacks a function, one whose Agent lacks an optimizer, one whose Args lacks a field the plumbing reads.
+WITHOUT_A_FUNCTION = 'del namespace["training_reward"]'
+WITHOUT_AN_AGENT_FIELD = """
+original_make_agent = namespace["make_agent"]
+def make_agent_with_a_renamed_optimizer(*args, **kwargs):
+    agent = original_make_agent(*args, **kwargs)
+    agent.value_optimizer = vars(agent).pop("critic_optimizer")
+    return agent
+namespace["make_agent"] = make_agent_with_a_renamed_optimizer
+"""
+WITHOUT_AN_ARGS_FIELD = """
+import dataclasses
+kept = [field for field in dataclasses.fields(namespace["Args"]) if field.name != "max_grad_norm"]
+namespace["Args"] = dataclasses.make_dataclass("Args", [(field.name, field.type, field) for field in kept])
+"""
+
+
+@pytest.mark.parametrize("patch, named", [(WITHOUT_A_FUNCTION, "training_reward"),
+                                          (WITHOUT_AN_AGENT_FIELD, "critic_optimizer"),
+                                          (WITHOUT_AN_ARGS_FIELD, "Args.max_grad_norm")])
+def test_a_method_that_breaks_the_plumbing_contract_gets_a_clear_error_at_start(patch, named, tmp_path):
     """A new method copied from the template that lacks a function, an Agent field or an Args field the plumbing
     uses stops at start with exit 2 naming it (no traceback half-way through a run)."""
-    import subprocess
-    import sys
+    from tiny_run import run_patched
 
-    from tiny_run import REPO_ROOT, TINY_FLAGS
-
-    with open(os.path.join(REPO_ROOT, "ppo_continuous.py")) as f:
-        source = f.read()
-    assert source.count(change[0]) == 1
-    script = tmp_path / "broken_continuous.py"
-    script.write_text(source.replace(*change))
-    result = subprocess.run([sys.executable, str(script), "--run-dir", str(tmp_path / "run"), *TINY_FLAGS],
-                            cwd=REPO_ROOT, capture_output=True, text=True, timeout=300,
-                            env={**os.environ, "PYTHONPATH": REPO_ROOT})
+    result = run_patched("ppo_continuous.py", tmp_path / "run", patch)
     assert result.returncode == 2, result.stderr[-2000:]
     assert named in result.stderr and "contract" in result.stderr and "Traceback" not in result.stderr
     assert not (tmp_path / "run" / "evaluations.csv").exists()
@@ -572,3 +577,151 @@ def test_initial_parameters_are_a_one_seed_builds_and_survive_sigterm_resume_and
             assert torch.equal(ppo.initial_parameters(old, network)[name], value)
     with pytest.raises(ValueError, match=r"no network 'predictor'; its networks: \['actor', 'critic'\]"):
         ppo.initial_parameters(run, "predictor")
+
+
+# ---- PPO's flags, each on a hand-built batch: a test that fails if the flag stops doing what it says ----
+
+OBS_DIM, ACTION_DIM = 3, 2
+
+
+def hand_built_run(seeds=(1,), batch_size=8, **flags) -> "ppo.Run":
+    """A Run holding only what compute_advantages, update and set_learning_rate read: the args, make_agent's
+    agent, each seed's generator, and the per-update state of Run.iterating."""
+    run = ppo.Run()
+    run.args, run.seeds, run.device = network_args(**flags), list(seeds), torch.device("cpu")
+    run.generators = generators(*seeds)
+    run.agent = ppo.make_agent(run.args, OBS_DIM, ACTION_DIM, run.generators, run.device)
+    run.batch_size, run.seed_rows = batch_size, torch.arange(len(seeds))[:, None]
+    run.consecutive_nonfinite = np.zeros(len(seeds), np.int64)
+    run.global_step, run.total_steps, run.iteration, run.exit_code = 0, 1, 0, 0
+    assert run.iterating()
+    return run
+
+
+def hand_built_batch(num_seeds=1, samples=8, seed=0) -> dict:
+    """A batch as compute_advantages makes it, (seeds, samples, ...), with old log-probs that are not the current
+    policy's (so the ratio and the KL are not 1 and 0)."""
+    rng = torch.Generator().manual_seed(seed)
+    draw = lambda *shape: torch.randn(num_seeds, samples, *shape, generator=rng)
+    return {"obs": draw(OBS_DIM), "actions": draw(ACTION_DIM), "old_log_probs": draw() - 3.0,
+            "advantages": draw(), "returns": draw(), "values": draw()}
+
+
+def reference_policy(agent, batch):
+    """The policy of the actor as torch.distributions sees it (the reference for gaussian_log_prob/entropy)."""
+    mean = agent.actor(batch["obs"])
+    return torch.distributions.Normal(mean, torch.exp(agent.actor.log_std).expand_as(mean))
+
+
+def test_ent_coef_subtracts_ent_coef_times_the_entropy_from_the_actor_loss():
+    """actor loss = clipped surrogate - ent_coef * entropy, both written out here with torch.distributions."""
+    batch = hand_built_batch()
+    for ent_coef in (0.0, 0.25):
+        run = hand_built_run(ent_coef=ent_coef)
+        losses, stats = ppo.ppo_loss(run.agent, batch, run.args)
+        policy = reference_policy(run.agent, batch)
+        ratio = torch.exp(policy.log_prob(batch["actions"]).sum(-1) - batch["old_log_probs"])
+        surrogate = torch.max(-batch["advantages"] * ratio, -batch["advantages"] * ratio.clamp(0.8, 1.2)).mean(-1)
+        entropy = policy.entropy().sum(-1)[:, 0]  # state-independent std: the same at every sample
+        assert entropy.item() > 0.5  # the term is not negligible at the default log std (-1)
+        torch.testing.assert_close(losses["actor"], surrogate - ent_coef * entropy)
+        torch.testing.assert_close(stats["entropy"], entropy)
+
+
+def test_clip_vloss_is_the_max_of_the_plain_and_the_clipped_squared_errors():
+    """--clip-vloss: mean(max((V - R)^2, (V_old + clip(V - V_old, +-c) - R)^2)), written out in numpy; off, the
+    plain mean squared error. The batch's old values are far from the critic's, so the two differ."""
+    batch = hand_built_batch()
+    batch["values"] = batch["values"] + 2.0
+    critic_values = {}
+    for clip_vloss in (False, True):
+        run = hand_built_run(clip_vloss=clip_vloss)
+        losses, stats = ppo.ppo_loss(run.agent, batch, run.args)
+        critic_values[clip_vloss] = losses["critic"]
+        v = run.agent.critic(batch["obs"]).detach().numpy()
+        v_old, returns = batch["values"].numpy(), batch["returns"].numpy()
+        plain = (v - returns) ** 2
+        clipped = (v_old + np.clip(v - v_old, -0.2, 0.2) - returns) ** 2
+        expected = (np.maximum(plain, clipped) if clip_vloss else plain).mean(-1)
+        np.testing.assert_allclose(losses["critic"].detach().numpy(), expected, rtol=1e-6)
+        np.testing.assert_allclose(stats["value_loss"].detach().numpy(), expected, rtol=1e-6)
+    assert critic_values[True].item() > critic_values[False].item() + 0.1
+
+
+@pytest.mark.parametrize("norm_adv", [True, False])
+def test_no_norm_adv_gives_the_actor_the_raw_gae_advantages(norm_adv):
+    """compute_advantages: with --no-norm-adv the batch's advantages are GAE's own (brute_force_gae above), with
+    --norm-adv (the default) (A - mean) / (std + 1e-8) over each seed's batch; the returns are A + V either way."""
+    from types import SimpleNamespace
+
+    seeds, steps, envs = (1, 2), 6, 2
+    run = hand_built_run(seeds=seeds, batch_size=steps * envs, norm_adv=norm_adv, num_steps=steps, num_envs=envs)
+    rng = np.random.default_rng(4)
+    terminations = np.zeros((2, steps, envs), np.float32)
+    terminations[0, 2, 1] = 1.0
+    dones = terminations.copy()
+    dones[1, 3, 0] = 1.0  # a truncation
+    rollout = SimpleNamespace(obs=torch.randn(2, steps * envs, OBS_DIM), next_obs=torch.randn(2, steps * envs, OBS_DIM),
+                              actions=torch.randn(2, steps * envs, ACTION_DIM),
+                              rewards=torch.from_numpy(rng.normal(size=(2, steps, envs)).astype(np.float32)),
+                              terminations=torch.from_numpy(terminations), dones=torch.from_numpy(dones),
+                              shape=(2, steps, envs))
+    batch = ppo.compute_advantages(run, rollout, run.args)
+    with torch.no_grad():
+        values = run.agent.critic(rollout.obs).reshape(2, steps, envs).numpy()
+        next_values = run.agent.critic(rollout.next_obs).reshape(2, steps, envs).numpy()
+    for k in range(2):
+        raw = brute_force_gae(rollout.rewards[k].numpy(), values[k], next_values[k], terminations[k], dones[k],
+                              run.args.gamma, run.args.gae_lambda).reshape(-1)
+        expected = (raw - raw.mean()) / (raw.std(ddof=1) + 1e-8) if norm_adv else raw
+        np.testing.assert_allclose(batch["advantages"][k].numpy(), expected, rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(batch["returns"][k].numpy(), raw + values[k].reshape(-1), rtol=1e-5, atol=1e-5)
+        assert abs(raw.mean()) > 0.05 or abs(raw.std() - 1) > 0.05  # raw and normalized differ here
+
+
+def test_target_kl_stops_the_update_after_the_epoch_whose_kl_exceeds_it():
+    """--target-kl: the epochs stop after the first whose last minibatch's approx_kl exceeds it (CleanRL); the
+    hand-built batch's old log-probs are far from the policy, so its KL is well above 1e-6 and below 1e6."""
+    minibatch_steps = {}
+    for target_kl in (None, 1e6, 1e-6):
+        run = hand_built_run(minibatch_size=4, update_epochs=3, target_kl=target_kl)
+        means = ppo.update(run, hand_built_batch(), run.args)
+        assert 1e-6 < means["approx_kl"][0] < 1e6
+        minibatch_steps[target_kl] = run.minibatch_steps.tolist()
+    assert minibatch_steps == {None: [6], 1e6: [6], 1e-6: [2]}  # 3 epochs of 2 minibatches, or the first epoch only
+
+
+def test_anneal_lr_lowers_the_learning_rate_linearly_and_the_optimizers_step_with_it():
+    """--anneal-lr: iteration i of n sets lr * (1 - (i - 1) / n) on both optimizers (what charts/learning_rate
+    logs); Adam's first step moves each parameter by that lr (its step is lr * g / (|g| + eps), |g| = 1 here).
+    Without the flag the rate stays."""
+    for anneal_lr, expected in ((True, [1.0, 0.75, 0.5, 0.25]), (False, [1.0] * 4)):
+        run = hand_built_run(anneal_lr=anneal_lr, learning_rate=0.01)
+        run.num_iterations = 4
+        rates = []
+        for run.iteration in range(1, 5):
+            ppo.set_learning_rate(run, run.args)
+            assert run.agent.critic_optimizer.param_groups[0]["lr"] == run.agent.actor_optimizer.param_groups[0]["lr"]
+            rates.append(run.agent.actor_optimizer.param_groups[0]["lr"])
+        assert rates == pytest.approx([0.01 * r for r in expected], rel=1e-12)
+        bias = run.agent.actor.mean_head.bias
+        before = bias.detach().clone()
+        run.agent.actor_optimizer.zero_grad()
+        bias.sum().backward()
+        run.agent.actor_optimizer.step()
+        torch.testing.assert_close(before - bias.detach(), torch.full_like(before, rates[-1]), rtol=1e-4, atol=0)
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--num-seeds", "2", "--run-dir", "runs/x"], "--run-dir must contain {seed} with --num-seeds 2"),
+    (["--num-seeds", "3", "--run-dir", "runs/x/seed{seed}", "--track"], "--track logs one run per process"),
+])
+def test_batched_seeds_refuse_a_shared_run_dir_and_track(flags, message, capsys):
+    """Several seeds in one process: a --run-dir without {seed} (the seeds would share one directory) and --track
+    (one W&B run per process) exit 2 with one line naming the flag; each alone, with one seed, is accepted."""
+    with pytest.raises(SystemExit) as stopped:
+        ppo.parse_args(flags)
+    assert stopped.value.code == 2
+    error = capsys.readouterr().err
+    assert error.startswith("error: ") and message in error and len(error.strip().splitlines()) == 1
+    assert ppo.parse_args(["--num-seeds", "1", *flags[2:]]).num_seeds == 1

@@ -1,6 +1,7 @@
 """scripts/slurm_sweep.sh on a real single-node SLURM started by scripts/slurm_local.sh.
 
-Skipped when SLURM is not installed (`scripts/slurm_local.sh install` installs it) or without root.
+Skipped when SLURM is not installed (`scripts/slurm_local.sh install` installs it) or without root; in CI (the CI
+environment variable set) these fail instead.
 Uses a running local cluster if there is one, else starts one and stops it at the end.
 """
 
@@ -15,15 +16,21 @@ import pytest
 
 from scripts import runlist, summarize
 from tests.fake_algorithm import FAKE_SCRIPT, TINY_FLAGS
+from tests.tiny_run import cannot_run
 
 SCRIPTS = os.path.join(runlist.REPO_ROOT, "scripts")
 MISSING = [tool for tool in ("sbatch", "squeue", "slurmctld", "slurmd", "munged") if shutil.which(tool) is None]
 SETTING = runlist.Setting("paralysis", "HalfCheetah", "back-one")
 
-pytestmark = [
-    pytest.mark.skipif(bool(MISSING), reason=f"SLURM not installed ({', '.join(MISSING)} not found); run scripts/slurm_local.sh install"),
-    pytest.mark.skipif(os.geteuid() != 0, reason="scripts/slurm_local.sh start needs root"),
-]
+
+@pytest.fixture(scope="module", autouse=True)
+def slurm_can_run():
+    """Skipped with the reason when SLURM cannot run here; in CI, where .ci/run installs it, a failure (cannot_run).
+    Autouse and module-scoped: it comes before slurm_env."""
+    if MISSING:
+        cannot_run(f"SLURM not installed ({', '.join(MISSING)} not found); run scripts/slurm_local.sh install")
+    if os.geteuid() != 0:
+        cannot_run("scripts/slurm_local.sh start needs root")
 
 
 @pytest.fixture(scope="module")

@@ -48,6 +48,25 @@ def run_script(script: str, run_dir, *extra_flags, tiny: bool = True, timeout: f
                           env={**os.environ, **(env or {})})
 
 
+# A script run with changes made at run time, not in its text: the script's file runs as a module without its main
+# guard, the patch (Python code) edits its functions in `namespace` (the module's globals, which its functions
+# read), then main is called as the guard calls it.
+PATCHED_RUN = """
+import runpy, sys
+script, sys.argv = sys.argv[1], sys.argv[1:]
+namespace = runpy.run_path(script, run_name="patched_script")["main"].__globals__
+exec(sys.argv.pop(1), {"namespace": namespace})
+sys.exit(namespace["main"](sys.argv[1:]))
+"""
+
+
+def run_patched(script: str, run_dir, patch: str, *extra_flags, timeout: float = 300) -> subprocess.CompletedProcess:
+    """run_script's tiny run of ``script`` with ``patch`` applied to the script's namespace first (PATCHED_RUN)."""
+    command = [sys.executable, "-c", PATCHED_RUN, os.path.join(REPO_ROOT, script), patch, "--run-dir", str(run_dir),
+               *TINY_FLAGS, *[str(flag) for flag in extra_flags]]
+    return subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=timeout)
+
+
 def load_checkpoint_file(path) -> dict:
     """A checkpoint file as the scripts read it (read_checkpoint: torch.load with weights_only=True, the numpy
     arrays restored); an AssertionError naming the file when they would refuse it."""
@@ -73,15 +92,31 @@ def wait_for(path, process: subprocess.Popen, timeout: float = 120) -> None:
         time.sleep(0.05)
 
 
-def run_until_checkpoint_then_stop(script: str, run_dir, checkpoint, *extra_flags, env=None,
-                                   timeout: float = 120) -> subprocess.CompletedProcess:
-    """Start ``script`` with the tiny flags, send SIGTERM once ``checkpoint`` (a path) exists, wait for it to stop
-    (it writes a checkpoint and exits 75): the preemption that SLURM or Ctrl-C causes, at a known point."""
+def run_until_checkpoint_then_stop(script: str, run_dir, checkpoint, *extra_flags, env=None, timeout: float = 120,
+                                   stop_signal=signal.SIGTERM) -> subprocess.CompletedProcess:
+    """Start ``script`` with the tiny flags, send ``stop_signal`` once ``checkpoint`` (a path) exists, wait for it
+    to stop (it writes a checkpoint and exits 75): the preemption that SLURM (SIGTERM) or Ctrl-C (SIGINT) causes,
+    at a known point."""
     process = start_script(script, run_dir, *extra_flags, env=env)
     wait_for(checkpoint, process, timeout)
-    process.send_signal(signal.SIGTERM)
+    process.send_signal(stop_signal)
     stdout, stderr = process.communicate(timeout=timeout)
     return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
+
+
+def in_ci() -> bool:
+    """Whether the CI environment variable is set (CI=true on GitHub Actions, GitLab and most others)."""
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def cannot_run(reason: str) -> None:
+    """A guard that cannot run here: skipped with its reason, except in CI (in_ci), where nothing may skip
+    silently, so it fails with the same reason (.ci/run sets up what the guards need)."""
+    import pytest
+
+    if in_ci():
+        pytest.fail(f"{reason} (CI is set: a guard that cannot run fails instead of skipping)", pytrace=False)
+    pytest.skip(reason)
 
 
 def read_csv(path) -> list:
