@@ -572,11 +572,11 @@ def evidential_critic_loss(y: torch.Tensor, omega: torch.Tensor, nu: torch.Tenso
     """EPPO: (loss, mean NLL, mean -log p(m)) of a minibatch of targets y (means over the sample axis). nll: L = mean NLL
     + prior_weight mean(-log p(m)) (Eq. loss_nll, Algorithm 1); mse (the control): PPO's mean (omega - y)^2;
     nll-mse-omega: mean (omega - y)^2 + L with omega detached in the NLL (omega's gradient is MSE's, plus the prior's)."""
+    # the NLL first, then the prior: the order in which autograd sums their gradients is part of the golden outputs
+    nll = nig_nll(y, omega.detach() if critic_loss == "nll-mse-omega" else omega, nu, alpha, beta).mean(-1)
     negative_log_prior = -nig_log_hyperprior(omega, nu, alpha, beta, terms=prior_terms).mean(-1)
     if critic_loss == "nll-mse-omega":
-        nll = nig_nll(y, omega.detach(), nu, alpha, beta).mean(-1)
         return (omega - y).square().mean(-1) + nll + prior_weight * negative_log_prior, nll, negative_log_prior
-    nll = nig_nll(y, omega, nu, alpha, beta).mean(-1)
     if critic_loss == "nll":
         return nll + prior_weight * negative_log_prior, nll, negative_log_prior
     if critic_loss == "mse":
