@@ -79,7 +79,8 @@ def perturb(agent, seed: int = 0) -> None:
 
 
 def critic_outputs(agent, obs: torch.Tensor) -> list:
-    """The critic's outputs as float64 numpy arrays, (seeds, samples) each: PPO's value; EPPO's omega, nu, alpha, beta."""
+    """The critic's outputs as float64 numpy arrays, (seeds, samples) each: PPO's value; EPPO's omega, nu, alpha,
+    beta."""
     with torch.no_grad():
         output = agent.critic(obs)
     return [x.double().numpy() for x in (output if isinstance(output, tuple) else (output,))]
@@ -134,12 +135,14 @@ def reference_batch(script, agent, rollout, args) -> SimpleNamespace:
     bonus = (args.kappa if is_eppo else 0.0) * np.sqrt(advantage_vars)
     ucb_advantages = advantages + bonus
     returns = (ucb_advantages if not is_eppo or args.ucb_in_returns else advantages) + values
-    ucb_advantages, returns, values, bonus = (x.reshape(shape[0], -1) for x in (ucb_advantages, returns, values, bonus))
+    advantages, ucb_advantages, returns, values, bonus = (
+        x.reshape(shape[0], -1) for x in (advantages, ucb_advantages, returns, values, bonus))
     normalized = np.stack([(row - row.mean()) / (row.std(ddof=1) + 1e-8) for row in ucb_advantages])
     with torch.no_grad():
         policy = Normal(agent.actor(rollout.obs).double(), agent.actor.log_std.double().exp())
         old_log_probs = policy.log_prob(rollout.actions.double()).sum(-1)
-    return SimpleNamespace(raw_advantages=ucb_advantages, bonus=bonus, advantages=normalized if args.norm_adv else ucb_advantages,
+    return SimpleNamespace(mean_advantages=advantages, raw_advantages=ucb_advantages, bonus=bonus,
+                           advantages=normalized if args.norm_adv else ucb_advantages,
                            returns=returns, values=values, old_log_probs=old_log_probs)
 
 
@@ -216,13 +219,17 @@ def assert_seedwise_close(actual: torch.Tensor, expected, rtol=1e-5, atol=1e-5, 
 
 @pytest.mark.parametrize("script, changes", CASES)
 def test_batch_advantages_and_targets_equal_the_reference(script, changes):
+    """compute_advantages: the (UCB) advantages before and after normalization, the targets, the values and the old
+    log-probabilities, each seed's its own."""
     args, agent, rollout, batch, reference = case_batch(script, changes)
     assert not np.allclose(reference.raw_advantages[0], reference.raw_advantages[1])  # the seeds' data differ
     assert_seedwise_close(batch["advantages"], reference.advantages, what="advantages")
     assert_seedwise_close(batch["returns"], reference.returns, what="returns")
-    # the advantages before normalization: R - V when the targets carry them (PPO, EPPO's default)
-    if script is ppo_continuous or args.ucb_in_returns:
-        assert_seedwise_close(batch["returns"] - batch["values"], reference.raw_advantages, what="raw advantages")
+    # the advantages before normalization, as the targets carry them: R - V is A_UCB (A for PPO and EPPO_mean), or
+    # the mean A with --no-ucb-in-returns
+    targets_carry = reference.mean_advantages if script is eppo_continuous and not args.ucb_in_returns else \
+        reference.raw_advantages
+    assert_seedwise_close(batch["returns"] - batch["values"], targets_carry, what="advantages before normalization")
     assert_seedwise_close(batch["values"], reference.values, what="values")
     assert_seedwise_close(batch["old_log_probs"], reference.old_log_probs, what="old log-probs")
     if script is eppo_continuous and args.variant != "mean":  # the bonus is large enough to matter at every step
@@ -231,6 +238,8 @@ def test_batch_advantages_and_targets_equal_the_reference(script, changes):
 
 @pytest.mark.parametrize("script, changes", CASES)
 def test_losses_equal_the_reference(script, changes):
+    """ppo_loss on the batch, with both networks moved since the rollout: the actor's and the critic's losses and
+    the logged terms."""
     args, agent, rollout, batch, reference = case_batch(script, changes)
     perturb(agent)
     losses, logged = script.ppo_loss(agent, batch, args)
