@@ -17,8 +17,11 @@ import pytest
 import torch
 
 import golden_outputs
-from tiny_run import (METHOD_EVENT_FLAGS, REPO_ROOT, TINY_EVALUATION_STEPS, TINY_FLAGS, load_checkpoint_file, read_csv,
-                      run_script, run_until_checkpoint_then_stop, start_script, two_seed_flags, wait_for)
+from tiny_run import (METHOD_EVENT_FLAGS, MID_ROLLOUT_EVALUATION_STEPS, MID_ROLLOUT_FLAGS,
+                      MID_ROLLOUT_STEPS_PER_TASK, PATCH_RUNS_SCRIPT, REPO_ROOT,
+                      TINY_EVALUATION_STEPS, assert_same_run_state, load_checkpoint_file, read_csv, run_patched,
+                      run_script, run_signalled_at_task_change, run_until_checkpoint_then_stop, start_script,
+                      two_seed_flags, wait_for)
 
 # as scripts.sync_plumbing, not with scripts/ on sys.path: there scripts/coverage.py would shadow the `coverage`
 # package that numba (imported by umap in tests/test_coverage.py) probes for
@@ -147,34 +150,13 @@ def test_the_plumbing_block_is_byte_identical_in_every_script():
 
 
 
-def saved_networks(checkpoint: dict) -> list:
-    """Every network and method state saved as a state dict of tensors (actor, critic, DRND predictor, ...)."""
-    return [k for k, v in checkpoint.items() if isinstance(v, dict) and v and all(isinstance(t, torch.Tensor)
-                                                                                 for t in v.values())]
-
-
-def assert_same_seed_outputs(dir_a, dir_b) -> None:
-    """Two run directories of one seed hold byte-identical evaluations and plasticity logs (line ends included: a
-    resume rewrites them) and bit-identical final networks."""
-    for name in ("evaluations.csv", "plasticity.csv"):
-        assert (dir_a / name).read_bytes() == (dir_b / name).read_bytes(), name
-    final_a = load_checkpoint_file(dir_a / "checkpoint.pt")
-    final_b = load_checkpoint_file(dir_b / "checkpoint.pt")
-    assert final_a["global_step"] == final_b["global_step"]
-    networks = saved_networks(final_a)
-    assert {"actor", "critic"} <= set(networks)
-    for network in networks:
-        for name, tensor in final_a[network].items():
-            assert torch.equal(tensor, final_b[network][name]), f"{network}.{name} differs"
-
-
 @pytest.mark.parametrize("script", SCRIPTS)
 def test_two_seed_run_is_golden_resumes_bit_for_bit_and_each_seed_is_independent(script, tmp_path):
     """One straight run of seeds 1 and 2 in one process (tiny_run.two_seed_flags: the method's events, misaligned
     slices, checkpoints, saved states), checked three ways:
     - its outputs are bit for bit those of golden_outputs.REFERENCE_COMMIT's script (the golden outputs of two seeds);
-    - SIGTERM mid-run -> checkpoints + exit 75, and re-running resumes both seeds to bit-identical parameters,
-      evaluations and saved states;
+    - SIGTERM mid-run -> checkpoints + exit 75, and re-running resumes both seeds to the straight run's state, bit
+      for bit (tiny_run.run_state: logs, summary, saved states and every entry of the final checkpoint);
     - seed 1 is bit for bit the same at position 1 of a group (--seed 0, envs stepped from two threads) and alone
       (--num-seeds 1): a seed does not depend on the seeds beside it (and two processes of one seed agree)."""
     flags = two_seed_flags(script)
@@ -193,13 +175,11 @@ def test_two_seed_run_is_golden_resumes_bit_for_bit_and_each_seed_is_independent
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     for seed in (1, 2):
         assert f"resuming {interrupted / f'seed{seed}'} from global_step {stopped_at}" in resumed.stdout
-        assert_same_seed_outputs(straight / f"seed{seed}", interrupted / f"seed{seed}")
-        # the visited states (--save-states): every 4th training observation, identical after the resume
-        with np.load(straight / f"seed{seed}" / "states.npz") as a, np.load(interrupted / f"seed{seed}" / "states.npz") as b:
+        assert_same_run_state(straight / f"seed{seed}", interrupted / f"seed{seed}")
+        # the visited states (--save-states, part of the run state compared above): every 4th training observation
+        with np.load(straight / f"seed{seed}" / "states.npz") as a:
             assert a["observations"].dtype == np.float16 and a["observations"].shape == (512 // 4, 17)
             assert np.array_equal(a["global_steps"], np.arange(4, 513, 4))
-            assert np.array_equal(a["observations"], b["observations"])
-            assert np.array_equal(a["global_steps"], b["global_steps"])
     # the two seeds are different agents
     assert (straight / "seed1" / "evaluations.csv").read_text() != (straight / "seed2" / "evaluations.csv").read_text()
 
@@ -207,7 +187,7 @@ def test_two_seed_run_is_golden_resumes_bit_for_bit_and_each_seed_is_independent
         result = run_script(script, tmp_path / name / "seed{seed}", *flags, "--seed", seed, "--num-seeds", num_seeds,
                             "--env-threads", threads)
         assert result.returncode == 0, result.stderr[-3000:]
-        assert_same_seed_outputs(straight / "seed1", tmp_path / name / "seed1")
+        assert_same_run_state(straight / "seed1", tmp_path / name / "seed1")
 
     # last, as it may skip: the golden outputs (a script new since the reference has none)
     if script not in GOLDEN_SCRIPTS:
@@ -329,7 +309,7 @@ def test_a_format_3_checkpoint_resumes_only_when_trusted(tmp_path):
     resumed = run_script(SCRIPTS[0], run_dir, *flags, "--trust-checkpoint")
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert f"from global_step {previous['global_step']}" in resumed.stdout
-    assert_same_seed_outputs(run_dir, straight)  # the final checkpoint is format 4 again: read safely here
+    assert_same_run_state(run_dir, straight)  # the final checkpoint is format 4 again: read safely here
 
 
 BAD_INPUTS = [
@@ -370,20 +350,37 @@ POLICY_FLAGS = ("--env-id", "Ant-v5", "--no-include-cfrc-ext-in-observation",
                 "--vf-coef", "0.25")
 
 
+def assert_ends_exactly_at(run_dir, evaluation_steps: list, steps_per_task: int, num_envs: int = 1) -> None:
+    """A finished run evaluated at ``evaluation_steps`` ((global_step, task), the paper's protocol), measured
+    plasticity at step 0 and at each task's last step, and stopped at the total, its envs on the last task."""
+    assert evaluation_rows(run_dir) == evaluation_steps
+    task_ends = [(0, 0)] + [(step, task) for step, task in evaluation_steps if step and step % steps_per_task == 0]
+    plasticity = [(int(r["global_step"]), int(r["task"]), r["network"]) for r in read_csv(run_dir / "plasticity.csv")]
+    assert plasticity == [(step, task, network) for step, task in task_ends for network in ("critic", "actor")]
+    total, last_task = evaluation_steps[-1]
+    with open(run_dir / "summary.json") as f:
+        assert json.load(f)["global_step"] == total
+    final = load_checkpoint_file(run_dir / "checkpoint.pt")
+    assert final["global_step"] == total and final["task_index"] == last_task
+    assert [env["task_index"] for env in final["env_states"]] == [last_task] * num_envs
+
+
 @pytest.mark.parametrize("script", SCRIPTS)
 def test_network_and_policy_flags_run_end_to_end(script, tmp_path):
     """The flags reach the networks of every script: the checkpoint's actor reads Ant's 27 entries without contact
-    forces, has no LayerNorm parameters, is 16 wide and kept its fixed log std; the evaluations are all logged."""
+    forces, has no LayerNorm parameters, is 16 wide and kept its fixed log std. Its tasks of 160 steps
+    (MID_ROLLOUT_FLAGS) change and end inside rollouts of 128: the evaluations and plasticity rows are those of the
+    paper's protocol, the one at the task change taken mid-rollout, and the run stops exactly at 320."""
     flags = POLICY_FLAGS
     if script == "ppo_redo_continuous.py":  # ReDo's dormancy rule is ReLU's (test_redo.py: tanh exits 2)
         flags = tuple("relu" if flag == "tanh" else flag for flag in POLICY_FLAGS)
-    result = run_script(script, tmp_path / "run", *flags)
+    result = run_script(script, tmp_path / "run", *flags, *MID_ROLLOUT_FLAGS)
     assert result.returncode == 0, result.stderr[-3000:]
     actor = load_checkpoint_file(tmp_path / "run" / "checkpoint.pt")["actor"]
     assert torch.equal(actor["log_std"], torch.full_like(actor["log_std"], -0.5))
     assert actor["trunk.0.weight"].shape == (1, 16, 27)
     assert not any(name.startswith("trunk.1.") for name in actor)  # the plain LayerNorm has no parameters
-    assert len(read_csv(tmp_path / "run" / "evaluations.csv")) == len(TINY_EVALUATION_STEPS)
+    assert_ends_exactly_at(tmp_path / "run", MID_ROLLOUT_EVALUATION_STEPS, MID_ROLLOUT_STEPS_PER_TASK)
 
 
 @TEMPLATE_ONLY
@@ -426,19 +423,54 @@ def test_a_second_process_on_a_run_directory_is_refused(tmp_path):
         assert (run_dir / name).read_bytes() == (solo_dir / name).read_bytes()
 
 
-def test_a_killed_holder_leaves_no_stale_lock(tmp_path):
-    """SIGKILL frees the lock with the process (an OS lock, no file to clean): the same command then takes it and
-    resumes the run from its checkpoint to the end."""
-    run_dir = tmp_path / "run"
-    holder = start_script(SCRIPTS[0], run_dir)
-    wait_for(run_dir / "checkpoint.pt", holder)
-    assert (run_dir / "checkpoint.pt").exists()
-    holder.send_signal(signal.SIGKILL)
-    holder.wait(timeout=60)
-    assert (run_dir / ".lock").exists()
-    resumed = run_script(SCRIPTS[0], run_dir)
-    assert resumed.returncode == 0 and "resum" in resumed.stdout.lower(), resumed.stderr[-2000:]
-    assert (run_dir / "summary.json").exists()
+def test_a_killed_run_frees_its_lock_and_resumes_to_the_state_of_a_straight_run(tmp_path):
+    """SIGKILL (nothing saved on the way out) at the first step of task 1, inside a rollout of a slippery run
+    whose tasks change and end mid-rollout: the lock goes with the process (an OS lock, no file to clean), and the
+    same command resumes from the last checkpoint (step 128), drops the rows logged after it (the evaluation and
+    plasticity rows at step 160), crosses the task change again and ends in the straight run's state, bit for bit
+    (tiny_run.run_state: logs, summary, every entry of the final checkpoint)."""
+    flags = ("--experiment", "slippery", "--strategy", "decreasing", *MID_ROLLOUT_FLAGS, "--checkpoint-frequency", "128")
+    straight, run_dir = tmp_path / "straight", tmp_path / "run"
+    result = run_script(SCRIPTS[0], straight, *flags)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert_ends_exactly_at(straight, MID_ROLLOUT_EVALUATION_STEPS, MID_ROLLOUT_STEPS_PER_TASK)
+    assert load_checkpoint_file(straight / "checkpoint.pt")["env_states"][0]["setting"]["experiment"] == "slippery"
+
+    killed = run_signalled_at_task_change(SCRIPTS[0], run_dir, signal.SIGKILL, *flags)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
+    assert (run_dir / ".lock").exists() and not (run_dir / "summary.json").exists()
+    assert load_checkpoint_file(run_dir / "checkpoint.pt")["global_step"] == 128
+    assert evaluation_rows(run_dir)[-1] == (MID_ROLLOUT_STEPS_PER_TASK, 0)  # logged after the checkpoint
+    resumed = run_script(SCRIPTS[0], run_dir, *flags)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert f"resuming {run_dir} from global_step 128" in resumed.stdout
+    assert_same_run_state(straight, run_dir)
+
+
+def test_the_previous_defaults_resume_bit_for_bit_with_two_envs(tmp_path):
+    """At the defaults before issue 29 (golden_outputs.PREVIOUS_DEFAULT_FLAGS: observation and reward normalization,
+    log std 0), with two envs per seed and tasks that change and end mid-rollout: SIGTERM at the first step of
+    task 1 stops the run at the next update's end (step 256) with exit 75, and the resumed run, which stops exactly
+    at 320 inside its rollout, ends in the straight run's state bit for bit (tiny_run.run_state: the observation and
+    return statistics, both envs' discounted returns and simulations, the optimizers, ...)."""
+    flags = (*golden_outputs.PREVIOUS_DEFAULT_FLAGS, *MID_ROLLOUT_FLAGS, "--num-envs", "2", "--num-steps", "64",
+             "--checkpoint-frequency", "128")  # rollouts of 64 steps of 2 envs: 128 global steps, as the tiny flags'
+    straight, run_dir = tmp_path / "straight", tmp_path / "run"
+    result = run_script(SCRIPTS[0], straight, *flags)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert_ends_exactly_at(straight, MID_ROLLOUT_EVALUATION_STEPS, MID_ROLLOUT_STEPS_PER_TASK, num_envs=2)
+    final = load_checkpoint_file(straight / "checkpoint.pt")
+    # both envs' returns and observations in the statistics: 2 per step (and the 2 first observations)
+    assert final["discounted_return"].shape == (1, 2) and final["args"]["norm_obs"] and final["args"]["norm_reward"]
+    assert final["return_rms"]["count"] == pytest.approx(1e-4 + 320) and final["obs_rms"]["count"] == pytest.approx(1e-4 + 322)
+
+    stopped = run_signalled_at_task_change(SCRIPTS[0], run_dir, signal.SIGTERM, *flags)
+    assert stopped.returncode == 75, (stopped.stdout[-2000:], stopped.stderr[-2000:])
+    assert load_checkpoint_file(run_dir / "checkpoint.pt")["global_step"] == 256
+    resumed = run_script(SCRIPTS[0], run_dir, *flags)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert f"resuming {run_dir} from global_step 256" in resumed.stdout
+    assert_same_run_state(straight, run_dir)
 
 
 def test_unwritable_run_dir_fails_at_start(tmp_path):
@@ -459,16 +491,12 @@ def faulty(*a, **k):
     calls[0] += 1
     return norm * float("nan") if calls[0] <= {bad_calls} and (calls[0] - 1) % {period} == 0 else norm
 torch.linalg.vector_norm = faulty
-sys.argv = sys.argv[1:]
-runpy.run_path(sys.argv[0], run_name="__main__")
-"""
+""" + PATCH_RUNS_SCRIPT
 
 
 def run_with_nonfinite_gradients(script, run_dir, bad_calls, *flags, period=1):
     patch = NONFINITE_PATCH.replace("{bad_calls}", str(bad_calls)).replace("{period}", str(period))
-    command = [sys.executable, "-c", patch, os.path.join(REPO_ROOT, script), "--run-dir", str(run_dir), *TINY_FLAGS,
-               *flags]
-    return subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
+    return run_patched(patch, script, run_dir, *flags)
 
 
 @pytest.mark.parametrize("script", SCRIPTS)
@@ -493,7 +521,7 @@ def test_a_nonfinite_seed_skips_its_own_steps_only(tmp_path):
         assert json.load(a)["nonfinite_skips"] == 2 and json.load(b)["nonfinite_skips"] == 0
     alone = run_script(SCRIPTS[0], tmp_path / "alone" / "seed{seed}", "--num-tasks", "1", "--seed", "2")
     assert alone.returncode == 0, alone.stderr[-3000:]
-    assert_same_seed_outputs(tmp_path / "run" / "seed2", tmp_path / "alone" / "seed2")
+    assert_same_run_state(tmp_path / "run" / "seed2", tmp_path / "alone" / "seed2")
     with open(tmp_path / "run" / "seed1" / "evaluations.csv") as a, open(tmp_path / "run" / "seed2" / "evaluations.csv") as b:
         assert a.read() != b.read()
 
