@@ -4,6 +4,7 @@ Each test runs a script for a few hundred steps in a subprocess (see tiny_run.py
 evaluation protocol, reproducibility, checkpoint/resume, preemption, bad input and non-finite guards.
 """
 
+import copy
 import json
 import os
 import re
@@ -19,7 +20,7 @@ import torch
 import golden_outputs
 from tiny_run import (METHOD_EVENT_FLAGS, MID_ROLLOUT_EVALUATION_STEPS, MID_ROLLOUT_FLAGS,
                       MID_ROLLOUT_STEPS_PER_TASK, PATCH_RUNS_SCRIPT, REPO_ROOT,
-                      TINY_EVALUATION_STEPS, assert_same_run_state, load_checkpoint_file, read_csv, run_patched,
+                      TINY_EVALUATION_STEPS, assert_same_run_state, first_difference, load_checkpoint_file, read_csv, run_patched,
                       run_script, run_signalled_at_task_change, run_until_checkpoint_then_stop, start_script,
                       two_seed_flags, wait_for)
 
@@ -148,6 +149,31 @@ def test_the_plumbing_block_is_byte_identical_in_every_script():
         assert set(re.findall(r"\bargs\.(\w+)", method)) <= declared, script
 
 
+
+
+def test_the_run_state_comparison_finds_one_flipped_bit_and_names_where():
+    """tiny_run.first_difference (what assert_same_run_state reports): equal states, NaN included, are equal; a
+    sign bit (0.0 against -0.0), a dtype, a plain value, a list's length, a missing key or a CSV line is a
+    difference, named by its place."""
+    state = {"evaluations.csv": b"global_step,task\r\n0,0\r\n128,0\r\n",
+             "checkpoint.pt": {"actor": {"w": torch.tensor([0.0, float("nan")])}, "global_step": 128,
+                               "obs_rms": {"mean": np.zeros((1, 1, 3)), "count": 1e-4},
+                               "env_states": [{"elapsed_steps": 3, "np_random_state": {"state": 12345}}]}}
+    assert first_difference(state, copy.deepcopy(state)) == ""
+    checkpoint = "['checkpoint.pt']"
+    changes = [(lambda c: c["actor"]["w"].__setitem__(0, -0.0), f"{checkpoint}['actor']['w'] differs"),
+               (lambda c: c["obs_rms"].update(mean=np.zeros((1, 1, 3), np.float32)),
+                f"{checkpoint}['obs_rms']['mean']: float64[1, 1, 3] against float32[1, 1, 3]"),
+               (lambda c: c["env_states"][0]["np_random_state"].update(state=12346),
+                f"{checkpoint}['env_states'][0]['np_random_state']['state']: 12345 against 12346"),
+               (lambda c: c["env_states"].append({}), f"{checkpoint}['env_states']: 1 entries against 2"),
+               (lambda c: c.pop("global_step"), f"{checkpoint}: keys")]
+    for change, expected in changes:
+        changed = copy.deepcopy(state)
+        change(changed["checkpoint.pt"])
+        assert first_difference(state, changed).startswith(expected), expected
+    changed = {**state, "evaluations.csv": state["evaluations.csv"].replace(b"128,0", b"128,1")}
+    assert first_difference(state, changed) == "['evaluations.csv'] line 3: b'128,0' against b'128,1'"
 
 
 @pytest.mark.parametrize("script", SCRIPTS)
