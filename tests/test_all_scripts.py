@@ -18,11 +18,10 @@ import pytest
 import torch
 
 import golden_outputs
-from tiny_run import (METHOD_EVENT_FLAGS, MID_ROLLOUT_EVALUATION_STEPS, MID_ROLLOUT_FLAGS,
-                      MID_ROLLOUT_STEPS_PER_TASK, PATCH_RUNS_SCRIPT, REPO_ROOT,
-                      TINY_EVALUATION_STEPS, assert_same_run_state, first_difference, load_checkpoint_file, read_csv, run_patched,
-                      run_script, run_signalled_at_task_change, run_until_checkpoint_then_stop, start_script,
-                      two_seed_flags, wait_for)
+from tiny_run import (METHOD_EVENT_FLAGS, MID_ROLLOUT_EVALUATION_STEPS, MID_ROLLOUT_FLAGS, MID_ROLLOUT_STEPS_PER_TASK,
+                      PATCH_RUNS_SCRIPT, REPO_ROOT, TINY_EVALUATION_STEPS, assert_same_run_state, first_difference,
+                      load_checkpoint_file, read_csv, run_patched, run_script, run_signalled_at_task_change,
+                      run_until_checkpoint_then_stop, start_script, two_seed_flags, wait_for)
 
 # as scripts.sync_plumbing, not with scripts/ on sys.path: there scripts/coverage.py would shadow the `coverage`
 # package that numba (imported by umap in tests/test_coverage.py) probes for
