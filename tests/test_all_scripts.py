@@ -4,6 +4,7 @@ Each test runs a script for a few hundred steps in a subprocess (see tiny_run.py
 evaluation protocol, reproducibility, checkpoint/resume, preemption, bad input and non-finite guards.
 """
 
+import copy
 import json
 import os
 import re
@@ -17,10 +18,11 @@ import pytest
 import torch
 
 import golden_outputs
-from tiny_run import (METHOD_EVENT_FLAGS, REPO_ROOT, TINY_EVALUATION_STEPS, TINY_FLAGS, assert_same_seed_outputs,
-                      cannot_run, directory_bytes, load_checkpoint_file, read_csv, run_patched, run_script,
-                      run_until_checkpoint_then_stop,
-                      start_script, two_seed_flags, wait_for)
+from tiny_run import (METHOD_EVENT_FLAGS, MID_ROLLOUT_EVALUATION_STEPS, MID_ROLLOUT_FLAGS, MID_ROLLOUT_STEPS_PER_TASK,
+                      REPO_ROOT, TINY_EVALUATION_STEPS, TINY_FLAGS, assert_same_run_state, cannot_run, directory_bytes,
+                      first_difference, load_checkpoint_file, read_csv, run_patched, run_script,
+                      run_signalled_at_task_change, run_until_checkpoint_then_stop, start_script, two_seed_flags,
+                      wait_for)
 
 # as scripts.sync_plumbing, not with scripts/ on sys.path: there scripts/coverage.py would shadow the `coverage`
 # package that numba (imported by umap in tests/test_coverage.py) probes for
@@ -163,13 +165,40 @@ def test_the_plumbing_block_is_byte_identical_in_every_script():
         assert set(re.findall(r"\bargs\.(\w+)", method)) <= declared, script
 
 
+
+
+def test_the_run_state_comparison_finds_one_flipped_bit_and_names_where():
+    """tiny_run.first_difference (what assert_same_run_state reports): equal states, NaN included, are equal; a
+    sign bit (0.0 against -0.0), a dtype, a plain value, a list's length, a missing key or a CSV line is a
+    difference, named by its place."""
+    state = {"evaluations.csv": b"global_step,task\r\n0,0\r\n128,0\r\n",
+             "checkpoint.pt": {"actor": {"w": torch.tensor([0.0, float("nan")])}, "global_step": 128,
+                               "obs_rms": {"mean": np.zeros((1, 1, 3)), "count": 1e-4},
+                               "env_states": [{"elapsed_steps": 3, "np_random_state": {"state": 12345}}]}}
+    assert first_difference(state, copy.deepcopy(state)) == ""
+    checkpoint = "['checkpoint.pt']"
+    changes = [(lambda c: c["actor"]["w"].__setitem__(0, -0.0), f"{checkpoint}['actor']['w'] differs"),
+               (lambda c: c["obs_rms"].update(mean=np.zeros((1, 1, 3), np.float32)),
+                f"{checkpoint}['obs_rms']['mean']: float64[1, 1, 3] against float32[1, 1, 3]"),
+               (lambda c: c["env_states"][0]["np_random_state"].update(state=12346),
+                f"{checkpoint}['env_states'][0]['np_random_state']['state']: 12345 against 12346"),
+               (lambda c: c["env_states"].append({}), f"{checkpoint}['env_states']: 1 entries against 2"),
+               (lambda c: c.pop("global_step"), f"{checkpoint}: keys")]
+    for change, expected in changes:
+        changed = copy.deepcopy(state)
+        change(changed["checkpoint.pt"])
+        assert first_difference(state, changed).startswith(expected), expected
+    changed = {**state, "evaluations.csv": state["evaluations.csv"].replace(b"128,0", b"128,1")}
+    assert first_difference(state, changed) == "['evaluations.csv'] line 3: b'128,0' against b'128,1'"
+
+
 @pytest.mark.parametrize("script", SCRIPTS)
 def test_two_seed_run_is_golden_resumes_bit_for_bit_and_each_seed_is_independent(script, tmp_path):
     """One straight run of seeds 1 and 2 in one process (tiny_run.two_seed_flags: the method's events, misaligned
     slices, checkpoints, saved states), checked three ways:
     - its outputs are bit for bit those of golden_outputs.REFERENCE_COMMIT's script (the golden outputs of two seeds);
-    - SIGTERM mid-run -> checkpoints + exit 75, and re-running resumes both seeds to bit-identical parameters,
-      evaluations and saved states;
+    - SIGTERM mid-run -> checkpoints + exit 75, and re-running resumes both seeds to the straight run's state, bit
+      for bit (tiny_run.run_state: logs, summary, saved states and every entry of the final checkpoint);
     - seed 1 is bit for bit the same at position 1 of a group (--seed 0, envs stepped from two threads) and alone
       (--num-seeds 1): a seed does not depend on the seeds beside it (and two processes of one seed agree)."""
     flags = two_seed_flags(script)
@@ -188,13 +217,11 @@ def test_two_seed_run_is_golden_resumes_bit_for_bit_and_each_seed_is_independent
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     for seed in (1, 2):
         assert f"resuming {interrupted / f'seed{seed}'} from global_step {stopped_at}" in resumed.stdout
-        assert_same_seed_outputs(straight / f"seed{seed}", interrupted / f"seed{seed}")
-        # the visited states (--save-states): every 4th training observation, identical after the resume
-        with np.load(straight / f"seed{seed}" / "states.npz") as a, np.load(interrupted / f"seed{seed}" / "states.npz") as b:
+        assert_same_run_state(straight / f"seed{seed}", interrupted / f"seed{seed}")
+        # the visited states (--save-states, part of the run state compared above): every 4th training observation
+        with np.load(straight / f"seed{seed}" / "states.npz") as a:
             assert a["observations"].dtype == np.float16 and a["observations"].shape == (512 // 4, 17)
             assert np.array_equal(a["global_steps"], np.arange(4, 513, 4))
-            assert np.array_equal(a["observations"], b["observations"])
-            assert np.array_equal(a["global_steps"], b["global_steps"])
     # the two seeds are different agents
     assert (straight / "seed1" / "evaluations.csv").read_text() != (straight / "seed2" / "evaluations.csv").read_text()
 
@@ -202,7 +229,7 @@ def test_two_seed_run_is_golden_resumes_bit_for_bit_and_each_seed_is_independent
         result = run_script(script, tmp_path / name / "seed{seed}", *flags, "--seed", seed, "--num-seeds", num_seeds,
                             "--env-threads", threads)
         assert result.returncode == 0, result.stderr[-3000:]
-        assert_same_seed_outputs(straight / "seed1", tmp_path / name / "seed1")
+        assert_same_run_state(straight / "seed1", tmp_path / name / "seed1")
 
     # last, as it may skip: the golden outputs (a script new since the reference has none)
     if script not in GOLDEN_SCRIPTS:
@@ -319,7 +346,7 @@ def test_a_format_3_checkpoint_resumes_only_when_trusted(tmp_path):
     resumed = run_script(SCRIPTS[0], run_dir, *flags, "--trust-checkpoint")
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert f"from global_step {previous['global_step']}" in resumed.stdout
-    assert_same_seed_outputs(run_dir, straight)  # the final checkpoint is format 4 again: read safely here
+    assert_same_run_state(run_dir, straight)  # the final checkpoint is format 4 again: read safely here
 
 
 BAD_INPUTS = [
@@ -360,20 +387,37 @@ POLICY_FLAGS = ("--env-id", "Ant-v5", "--no-include-cfrc-ext-in-observation",
                 "--vf-coef", "0.25")
 
 
+def assert_ends_exactly_at(run_dir, evaluation_steps: list, steps_per_task: int, num_envs: int = 1) -> None:
+    """A finished run evaluated at ``evaluation_steps`` ((global_step, task), the paper's protocol), measured
+    plasticity at step 0 and at each task's last step, and stopped at the total, its envs on the last task."""
+    assert evaluation_rows(run_dir) == evaluation_steps
+    task_ends = [(0, 0)] + [(step, task) for step, task in evaluation_steps if step and step % steps_per_task == 0]
+    plasticity = [(int(r["global_step"]), int(r["task"]), r["network"]) for r in read_csv(run_dir / "plasticity.csv")]
+    assert plasticity == [(step, task, network) for step, task in task_ends for network in ("critic", "actor")]
+    total, last_task = evaluation_steps[-1]
+    with open(run_dir / "summary.json") as f:
+        assert json.load(f)["global_step"] == total
+    final = load_checkpoint_file(run_dir / "checkpoint.pt")
+    assert final["global_step"] == total and final["task_index"] == last_task
+    assert [env["task_index"] for env in final["env_states"]] == [last_task] * num_envs
+
+
 @pytest.mark.parametrize("script", SCRIPTS)
 def test_network_and_policy_flags_run_end_to_end(script, tmp_path):
     """The flags reach the networks of every script: the checkpoint's actor reads Ant's 27 entries without contact
-    forces, has no LayerNorm parameters, is 16 wide and kept its fixed log std; the evaluations are all logged."""
+    forces, has no LayerNorm parameters, is 16 wide and kept its fixed log std. Its tasks of 160 steps
+    (MID_ROLLOUT_FLAGS) change and end inside rollouts of 128: the evaluations and plasticity rows are those of the
+    paper's protocol, the one at the task change taken mid-rollout, and the run stops exactly at 320."""
     flags = POLICY_FLAGS
     if script == "ppo_redo_continuous.py":  # ReDo's dormancy rule is ReLU's (test_redo.py: tanh exits 2)
         flags = tuple("relu" if flag == "tanh" else flag for flag in POLICY_FLAGS)
-    result = run_script(script, tmp_path / "run", *flags)
+    result = run_script(script, tmp_path / "run", *flags, *MID_ROLLOUT_FLAGS)
     assert result.returncode == 0, result.stderr[-3000:]
     actor = load_checkpoint_file(tmp_path / "run" / "checkpoint.pt")["actor"]
     assert torch.equal(actor["log_std"], torch.full_like(actor["log_std"], -0.5))
     assert actor["trunk.0.weight"].shape == (1, 16, 27)
     assert not any(name.startswith("trunk.1.") for name in actor)  # the plain LayerNorm has no parameters
-    assert len(read_csv(tmp_path / "run" / "evaluations.csv")) == len(TINY_EVALUATION_STEPS)
+    assert_ends_exactly_at(tmp_path / "run", MID_ROLLOUT_EVALUATION_STEPS, MID_ROLLOUT_STEPS_PER_TASK)
 
 
 @TEMPLATE_ONLY
@@ -420,7 +464,7 @@ def test_sigint_stops_with_a_checkpoint_and_exit_75_and_the_rerun_ends_as_a_stra
     assert 0 < load_checkpoint_file(run_dir / "checkpoint.pt")["global_step"] < 512
     resumed = run_script(script, run_dir)
     assert resumed.returncode == 0 and "resum" in resumed.stdout.lower(), resumed.stderr[-2000:]
-    assert_same_seed_outputs(straight, run_dir)
+    assert_same_run_state(straight, run_dir)
 
 
 def test_a_second_process_on_a_run_directory_is_refused(tmp_path):
@@ -446,19 +490,57 @@ def test_a_second_process_on_a_run_directory_is_refused(tmp_path):
         assert (run_dir / name).read_bytes() == (solo_dir / name).read_bytes()
 
 
-def test_a_killed_holder_leaves_no_stale_lock(tmp_path):
-    """SIGKILL frees the lock with the process (an OS lock, no file to clean): the same command then takes it and
-    resumes the run from its checkpoint to the end."""
-    run_dir = tmp_path / "run"
-    holder = start_script(SCRIPTS[0], run_dir)
-    wait_for(run_dir / "checkpoint.pt", holder)
-    assert (run_dir / "checkpoint.pt").exists()
-    holder.send_signal(signal.SIGKILL)
-    holder.wait(timeout=60)
-    assert (run_dir / ".lock").exists()
-    resumed = run_script(SCRIPTS[0], run_dir)
-    assert resumed.returncode == 0 and "resum" in resumed.stdout.lower(), resumed.stderr[-2000:]
-    assert (run_dir / "summary.json").exists()
+def test_a_killed_run_frees_its_lock_and_resumes_to_the_state_of_a_straight_run(tmp_path):
+    """SIGKILL (nothing saved on the way out) at the first step of task 1, inside a rollout of a slippery run
+    whose tasks change and end mid-rollout: the lock goes with the process (an OS lock, no file to clean), and the
+    same command resumes from the last checkpoint (step 128), drops the rows logged after it (the evaluation and
+    plasticity rows at step 160), crosses the task change again and ends in the straight run's state, bit for bit
+    (tiny_run.run_state: logs, summary, every entry of the final checkpoint)."""
+    flags = ("--experiment", "slippery", "--strategy", "decreasing", *MID_ROLLOUT_FLAGS,
+             "--checkpoint-frequency", "128")
+    straight, run_dir = tmp_path / "straight", tmp_path / "run"
+    result = run_script(SCRIPTS[0], straight, *flags)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert_ends_exactly_at(straight, MID_ROLLOUT_EVALUATION_STEPS, MID_ROLLOUT_STEPS_PER_TASK)
+    assert load_checkpoint_file(straight / "checkpoint.pt")["env_states"][0]["setting"]["experiment"] == "slippery"
+
+    killed = run_signalled_at_task_change(SCRIPTS[0], run_dir, signal.SIGKILL, *flags)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
+    assert (run_dir / ".lock").exists() and not (run_dir / "summary.json").exists()
+    assert load_checkpoint_file(run_dir / "checkpoint.pt")["global_step"] == 128
+    assert evaluation_rows(run_dir)[-1] == (MID_ROLLOUT_STEPS_PER_TASK, 0)  # logged after the checkpoint
+    assert int(read_csv(run_dir / "plasticity.csv")[-1]["global_step"]) == MID_ROLLOUT_STEPS_PER_TASK
+    resumed = run_script(SCRIPTS[0], run_dir, *flags)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert f"resuming {run_dir} from global_step 128" in resumed.stdout
+    assert_same_run_state(straight, run_dir)
+
+
+def test_the_previous_defaults_resume_bit_for_bit_with_two_envs(tmp_path):
+    """At the defaults before issue 29 (golden_outputs.PREVIOUS_DEFAULT_FLAGS: observation and reward normalization,
+    log std 0), with two envs per seed and tasks that change and end mid-rollout: SIGTERM at the first step of
+    task 1 stops the run at the next update's end (step 256) with exit 75, and the resumed run, which stops exactly
+    at 320 inside its rollout, ends in the straight run's state bit for bit (tiny_run.run_state: the observation and
+    return statistics, both envs' discounted returns and simulations, the optimizers, ...)."""
+    flags = (*golden_outputs.PREVIOUS_DEFAULT_FLAGS, *MID_ROLLOUT_FLAGS, "--num-envs", "2", "--num-steps", "64",
+             "--checkpoint-frequency", "128")  # rollouts of 64 steps of 2 envs: 128 global steps, as the tiny flags'
+    straight, run_dir = tmp_path / "straight", tmp_path / "run"
+    result = run_script(SCRIPTS[0], straight, *flags)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert_ends_exactly_at(straight, MID_ROLLOUT_EVALUATION_STEPS, MID_ROLLOUT_STEPS_PER_TASK, num_envs=2)
+    final = load_checkpoint_file(straight / "checkpoint.pt")
+    # both envs' returns and observations in the statistics: 2 per step (and the 2 first observations)
+    assert final["discounted_return"].shape == (1, 2) and final["args"]["norm_obs"] and final["args"]["norm_reward"]
+    assert final["return_rms"]["count"] == pytest.approx(1e-4 + 320)
+    assert final["obs_rms"]["count"] == pytest.approx(1e-4 + 322)
+
+    stopped = run_signalled_at_task_change(SCRIPTS[0], run_dir, signal.SIGTERM, *flags)
+    assert stopped.returncode == 75, (stopped.stdout[-2000:], stopped.stderr[-2000:])
+    assert load_checkpoint_file(run_dir / "checkpoint.pt")["global_step"] == 256
+    resumed = run_script(SCRIPTS[0], run_dir, *flags)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert f"resuming {run_dir} from global_step 256" in resumed.stdout
+    assert_same_run_state(straight, run_dir)
 
 
 def test_unwritable_run_dir_fails_at_start(tmp_path):
@@ -553,7 +635,7 @@ def test_a_nonfinite_seed_skips_its_own_steps_only(tmp_path):
         assert json.load(a)["nonfinite_skips"] == 2 and json.load(b)["nonfinite_skips"] == 0
     alone = run_script(SCRIPTS[0], tmp_path / "alone" / "seed{seed}", "--num-tasks", "1", "--seed", "2")
     assert alone.returncode == 0, alone.stderr[-3000:]
-    assert_same_seed_outputs(tmp_path / "run" / "seed2", tmp_path / "alone" / "seed2")
+    assert_same_run_state(tmp_path / "run" / "seed2", tmp_path / "alone" / "seed2")
     with open(tmp_path / "run" / "seed1" / "evaluations.csv") as a, open(tmp_path / "run" / "seed2" / "evaluations.csv") as b:
         assert a.read() != b.read()
 

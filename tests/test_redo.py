@@ -14,7 +14,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 import plasticity_metrics
 import ppo_redo_continuous as redo
-from tiny_run import REPO_ROOT, TINY_EVALUATION_STEPS, load_checkpoint_file, read_csv, run_script
+from tiny_run import REPO_ROOT, TINY_EVALUATION_STEPS, assert_same_run_state, read_csv, run_script
 
 OBS_DIM, ACTION_DIM, HIDDEN = 5, 2, 16
 SCRIPT = "ppo_redo_continuous.py"
@@ -196,34 +196,6 @@ def scalars(run_dir, tag) -> dict:
     return {event.step: event.value for event in events.Scalars(tag)}
 
 
-def assert_same_state(a, b, where="") -> None:
-    """Two checkpoint entries are equal: tensors bit for bit, dicts and lists entry by entry."""
-    if isinstance(a, dict):
-        assert a.keys() == b.keys(), where
-        for key in a:
-            assert_same_state(a[key], b[key], f"{where}.{key}")
-    elif isinstance(a, (list, tuple)):
-        assert len(a) == len(b), where
-        for i, (x, y) in enumerate(zip(a, b)):
-            assert_same_state(x, y, f"{where}[{i}]")
-    elif isinstance(a, torch.Tensor):
-        assert torch.equal(a, b), where
-    elif isinstance(a, np.ndarray):
-        assert np.array_equal(a, b), where
-    else:
-        assert a == b or (a != a and b != b), where  # NaN == NaN here
-
-
-def assert_same_seed_outputs(dir_a, dir_b) -> None:
-    """Evaluations and the final checkpoint's networks, Adam states (moments, step counts) and generator alike."""
-    with open(dir_a / "evaluations.csv") as a, open(dir_b / "evaluations.csv") as b:
-        assert a.read() == b.read()
-    final_a = load_checkpoint_file(dir_a / "checkpoint.pt")
-    final_b = load_checkpoint_file(dir_b / "checkpoint.pt")
-    for entry in ("global_step", "actor", "critic", "actor_optimizer", "critic_optimizer", "rng"):
-        assert_same_state(final_a[entry], final_b[entry], entry)
-
-
 @pytest.fixture(scope="module")
 def recycling_run(tmp_path_factory):
     """Seeds 1 and 2 in one process, recycling every 2 minibatch steps; the odd evaluation count (3) and
@@ -260,7 +232,7 @@ def test_a_seed_does_not_depend_on_the_seed_beside_it_through_recycles(recycling
                         "--minibatch-size", "32", *RECYCLING)
     assert result.returncode == 0, result.stderr[-3000:]
     assert sum(scalars(tmp_path / "alone" / "seed2", "redo/critic_recycled_units").values()) > 0
-    assert_same_seed_outputs(recycling_run / "seed2", tmp_path / "alone" / "seed2")
+    assert_same_run_state(recycling_run / "seed2", tmp_path / "alone" / "seed2")
     for name in ("actor", "critic"):  # and the same recycles
         assert scalars(recycling_run / "seed2", f"redo/{name}_recycled_units") == \
             scalars(tmp_path / "alone" / "seed2", f"redo/{name}_recycled_units")

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import ppo_continuous as ppo
-from tiny_run import (REPO_ROOT, TINY_FLAGS, assert_same_seed_outputs, directory_bytes, load_checkpoint_file,
+from tiny_run import (REPO_ROOT, TINY_FLAGS, assert_same_run_state, directory_bytes, load_checkpoint_file,
                       run_script)
 
 SCRIPT = "ppo_continuous.py"
@@ -127,7 +127,7 @@ def test_after_space_is_freed_the_printed_command_resumes_bit_for_bit(disk_full,
                              timeout=300)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert "from global_step 128" in resumed.stdout
-    assert_same_seed_outputs(run_dir, straight)
+    assert_same_run_state(run_dir, straight)
     with np.load(run_dir / "states.npz") as resumed_states, np.load(straight / "states.npz") as straight_states:
         for name in ("observations", "global_steps"):
             assert np.array_equal(resumed_states[name], straight_states[name]), name

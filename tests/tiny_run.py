@@ -1,6 +1,7 @@
 """Shared helpers for end-to-end tests: run an algorithm script for a few hundred steps in a subprocess."""
 
 import csv
+import json
 import os
 import signal
 import subprocess
@@ -34,6 +35,13 @@ def two_seed_flags(script: str) -> list:
 # evaluation_steps(256, 2, 128): step 0, every 128 steps, task ends at 256 and 512; the task column is the
 # task that was just trained on.
 TINY_EVALUATION_STEPS = [(0, 0), (128, 0), (256, 0), (384, 1), (512, 1)]
+# The tiny flags' tasks, each 160 steps instead of 256 (the golden runs above keep 256): a task change and the end
+# of the run inside a rollout of 128, as in the paper's runs (500,000 steps per task, rollouts of 2,048). Task 0
+# ends at step 160 inside the second rollout (an evaluation and a plasticity row there, mid-rollout), task 1 at
+# 320 inside the third, where the run stops exactly (that rollout is cut short, no update follows it).
+MID_ROLLOUT_STEPS_PER_TASK = 160
+MID_ROLLOUT_FLAGS = ("--steps-per-task", str(MID_ROLLOUT_STEPS_PER_TASK))
+MID_ROLLOUT_EVALUATION_STEPS = [(0, 0), (128, 0), (160, 0), (256, 1), (320, 1)]
 
 
 def run_script(script: str, run_dir, *extra_flags, tiny: bool = True, timeout: float = 300, env=None,
@@ -119,42 +127,109 @@ def cannot_run(reason: str) -> None:
     pytest.skip(reason)
 
 
+# The process sends itself a signal when its training environments switch to task 1 (the first set_task(None, 1):
+# the evaluation envs are put on task 1 only by the first evaluation after it), i.e. at the first step of task 1,
+# after the evaluation and plasticity rows of task 0's end were logged: a preemption at a known point of a rollout,
+# whatever the machine's speed (a signal sent from outside could come after the run has ended).
+SIGNAL_AT_TASK_CHANGE_PATCH = """
+import os
+import nonstationary_envs
+set_task = nonstationary_envs.BatchedEnv.set_task
+def set_task_then_signal(self, sim_ids, task_index):
+    set_task(self, sim_ids, task_index)
+    if sim_ids is None and task_index == 1:
+        os.kill(os.getpid(), {signum})
+nonstationary_envs.BatchedEnv.set_task = set_task_then_signal
+"""
+
+
+def run_signalled_at_task_change(script: str, run_dir, signum: int, *extra_flags) -> subprocess.CompletedProcess:
+    """Run ``script`` (tiny flags plus ``extra_flags``) until its first step of task 1, where it gets ``signum``."""
+    return run_patched(script, run_dir, SIGNAL_AT_TASK_CHANGE_PATCH.replace("{signum}", str(int(signum))),
+                       *extra_flags)
+
+
 def read_csv(path) -> list:
     with open(path, newline="") as f:
         return list(csv.DictReader(f))
 
 
-def saved_networks(checkpoint: dict) -> list:
-    """Every network and method state saved as a state dict of tensors (actor, critic, DRND predictor, ...)."""
-    import torch
-
-    return [k for k, v in checkpoint.items() if isinstance(v, dict) and v and all(isinstance(t, torch.Tensor)
-                                                                                 for t in v.values())]
-
-
-def assert_same_seed_outputs(dir_a, dir_b) -> None:
-    """Two run directories of one seed hold byte-identical evaluations and plasticity logs (line ends included: a
-    resume rewrites them), bit-identical final networks and the same initial ones (initial_parameters)."""
-    for name in ("evaluations.csv", "plasticity.csv"):
-        assert (dir_a / name).read_bytes() == (dir_b / name).read_bytes(), name
-    import torch
-
-    final_a = load_checkpoint_file(dir_a / "checkpoint.pt")
-    final_b = load_checkpoint_file(dir_b / "checkpoint.pt")
-    assert final_a["global_step"] == final_b["global_step"]
-    networks = saved_networks(final_a)
-    assert {"actor", "critic"} <= set(networks)
-    for network in networks:
-        for name, tensor in final_a[network].items():
-            assert torch.equal(tensor, final_b[network][name]), f"{network}.{name} differs"
-    initial_a, initial_b = final_a["initial_parameters"], final_b["initial_parameters"]
-    assert {"actor", "critic"} <= set(initial_a) and initial_a.keys() == initial_b.keys()
-    for network, parameters in initial_a.items():
-        assert parameters.keys() == initial_b[network].keys()
-        for name, tensor in parameters.items():
-            assert torch.equal(tensor, initial_b[network][name]), f"initial {network}.{name} differs"
-
-
 def directory_bytes(run_dir) -> dict:
     """Every file of a run directory, byte for byte, but .lock (it names the last process that held the directory)."""
     return {path.name: path.read_bytes() for path in sorted(run_dir.iterdir()) if path.is_file() and path.name != ".lock"}
+
+
+# ---- A run directory's whole state, to compare two runs of one command (straight and resumed, alone and in a group)
+
+# summary.json's fields that are not the run's state: wall-clock times and speeds (two runs of one command differ in
+# them), and the size of the process's seed group (a seed's run is the same alone or beside others).
+SUMMARY_NOT_STATE = ("train_sps", "wall_time_s", "train_time_s", "eval_time_s", "plasticity_time_s",
+                     "group_train_sps", "num_seeds")
+# The checkpoint entries that are not the run's state: the command line (its run_dir, its seed group; a resume
+# with another configuration is refused by config.json) and the wall-clock timers.
+CHECKPOINT_NOT_STATE = ("args", "timers")
+
+
+def run_state(run_dir) -> dict:
+    """What a finished run directory holds that a resume must reproduce bit for bit: evaluations.csv and
+    plasticity.csv byte for byte; summary.json but SUMMARY_NOT_STATE; states.npz's arrays (--save-states); every
+    entry of the final checkpoint.pt but CHECKPOINT_NOT_STATE, read as a resume reads it (torch.load with
+    weights_only=True): the networks, each optimizer's state (Adam's moments and step counts), the observation and
+    return statistics, the discounted returns, the environments' current observations, episode returns and lengths,
+    the non-finite skip count, every simulation's state (MuJoCo state, task, episode clock, its numpy generator), the
+    torch generator, the method's own entries, and the counters global_step, iteration and task_index."""
+    run_dir = str(run_dir)
+    state = {}
+    for name in ("evaluations.csv", "plasticity.csv"):
+        with open(os.path.join(run_dir, name), "rb") as f:
+            state[name] = f.read()
+    with open(os.path.join(run_dir, "summary.json")) as f:
+        state["summary.json"] = {key: value for key, value in json.load(f).items() if key not in SUMMARY_NOT_STATE}
+    if os.path.exists(os.path.join(run_dir, "states.npz")):
+        import numpy as np
+
+        with np.load(os.path.join(run_dir, "states.npz")) as saved:
+            state["states.npz"] = dict(saved)
+    checkpoint = load_checkpoint_file(os.path.join(run_dir, "checkpoint.pt"))
+    state["checkpoint.pt"] = {key: value for key, value in checkpoint.items() if key not in CHECKPOINT_NOT_STATE}
+    return state
+
+
+def first_difference(a, b, where: str = "") -> str:
+    """Where ``a`` and ``b`` first differ ("" when bit for bit equal): containers entry by entry, tensors and arrays
+    by dtype, shape and bytes (NaN equals NaN, -0.0 differs from 0.0), plain values by ==."""
+    import numpy as np
+    import torch
+
+    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+        a, b = a.detach().cpu().numpy(), b.detach().cpu().numpy()
+    if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
+        if (a.dtype, a.shape) != (b.dtype, b.shape):
+            return f"{where}: {a.dtype}{list(a.shape)} against {b.dtype}{list(b.shape)}"
+        return "" if np.ascontiguousarray(a).tobytes() == np.ascontiguousarray(b).tobytes() else f"{where} differs"
+    if type(a) is not type(b):
+        return f"{where}: a {type(a).__name__} against a {type(b).__name__}"
+    if isinstance(a, dict):
+        if a.keys() != b.keys():
+            return f"{where}: keys {sorted(map(str, a))} against {sorted(map(str, b))}"
+        return next((d for key in a for d in [first_difference(a[key], b[key], f"{where}[{key!r}]")] if d), "")
+    if isinstance(a, (list, tuple)):
+        if len(a) != len(b):
+            return f"{where}: {len(a)} entries against {len(b)}"
+        return next((d for i, (x, y) in enumerate(zip(a, b)) for d in [first_difference(x, y, f"{where}[{i}]")] if d),
+                    "")
+    if isinstance(a, bytes) and a != b:  # a CSV file: its first differing line
+        lines_a, lines_b = a.splitlines(), b.splitlines()
+        line = next((i for i, (x, y) in enumerate(zip(lines_a, lines_b)) if x != y), min(len(lines_a), len(lines_b)))
+        shown = [lines[line] if line < len(lines) else None for lines in (lines_a, lines_b)]
+        return f"{where} line {line + 1}: {shown[0]!r} against {shown[1]!r}"
+    if a == b or (a != a and b != b):  # a float NaN equals itself here
+        return ""
+    shown = f"{a!r} against {b!r}"
+    return f"{where}: {shown}" if len(shown) < 200 else f"{where} differs"
+
+
+def assert_same_run_state(dir_a, dir_b) -> None:
+    """Two run directories of one seed end in the same state, bit for bit (run_state)."""
+    difference = first_difference(run_state(dir_a), run_state(dir_b))
+    assert not difference, f"{dir_a} and {dir_b} differ: {difference}"
