@@ -342,7 +342,7 @@ def reference_drnd_batch(run, rollout, history, k: int) -> dict:
             int_advantages[t, env] = later
     ppo = reference_ppo_batch(run, rollout, k)
     return {**ppo, "bonus": bonus, "sums": sums, "sums_var": sums_var, "int_rewards": int_rewards,
-            "int_values": int_values.ravel(), "int_advantages": int_advantages.ravel(),
+            "int_values": int_values.ravel(), "next_int_values": next_int_values, "int_advantages": int_advantages.ravel(),
             "int_returns": (int_advantages + int_values).ravel(), "standardized": standardized, "predicted": predicted,
             "policy_advantages": args.ext_coef * ppo["advantages"] + args.int_coef * int_advantages.ravel()}
 
@@ -363,8 +363,9 @@ def test_drnd_batch_intrinsic_rewards_non_episodic_returns_and_mixed_advantages(
         close(batch["int_returns"][k], reference["int_returns"], rtol=1e-4)
         close(batch["returns"][k], reference["returns"])
         close(batch["values"][k], reference["values"])
-        # episodic and non-episodic intrinsic returns differ on this data, so the check above tells them apart
-        assert (TERMINATIONS[k] == 1).any()
+        # an episodic intrinsic return would drop gamma_int V_int(final observation) at each termination: visible here
+        terminal = TERMINATIONS[k] == 1
+        assert terminal.any() and (np.abs(run.args.int_gamma * reference["next_int_values"][terminal]) > 1e-3).all()
         expected = reference["policy_advantages"]
         close(batch["advantages"][k], normalized(expected) if norm_adv else expected, rtol=1e-4)
         # the intrinsic part is not negligible beside the extrinsic one
