@@ -40,8 +40,8 @@ import ppo_snp_continuous
 SEEDS = (3, 7)
 OBS_DIM, ACTION_DIM, HIDDEN, T, ENVS = 3, 2, 8, 5, 2
 BATCH = T * ENVS
-# (seeds, T, envs), hand-built: terminations and time-limit truncations at different places in each seed, an episode
-# end at the buffer's last step, and an env whose episode runs through the whole buffer.
+# (seeds, T, envs), hand-built: terminations and time-limit truncations at different places in each seed, episode
+# ends at the buffer's first and last steps.
 TERMINATIONS = np.array([[[0, 0], [1, 0], [0, 0], [0, 0], [0, 0]],
                          [[0, 0], [0, 0], [0, 1], [0, 0], [1, 0]]], np.float32)
 TRUNCATIONS = np.array([[[0, 0], [0, 0], [0, 0], [0, 1], [0, 0]],
@@ -57,11 +57,11 @@ TOLERANCE = dict(rtol=1e-5, atol=1e-5)
 # ---- The hand-built rollout and the fake run the phase functions read ----
 
 
-def hand_built_rollout(seed: int = 0) -> SimpleNamespace:
+def hand_built_rollout() -> SimpleNamespace:
     """The rollout as collect_rollout hands it on: obs, next_obs, actions (seeds, T * envs, ...), rewards,
     terminations, dones (seeds, T, envs). next_obs[t] is obs[t + 1] inside an episode and the episode's own final
     observation where it ended; some actions lie outside the bounds [-1, 1]."""
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(0)
     obs = rng.normal(size=(2, T + 1, ENVS, OBS_DIM)) * np.array([1.0, 2.0, 3.0])
     final_obs = rng.normal(size=(2, T, ENVS, OBS_DIM))
     dones = np.maximum(TERMINATIONS, TRUNCATIONS)
@@ -454,7 +454,7 @@ def parameters(network) -> dict:
     return {name: p.detach().double().numpy().copy() for name, p in network.named_parameters()}
 
 
-def reference_first_adam_step(network, before: dict, learning_rate: float, weight_decay: float = 0.0) -> dict:
+def reference_first_adam_step(network, before: dict, learning_rate: float, weight_decay: float = 0.0) -> tuple:
     """The parameters after Adam's first step (torch.optim.Adam's formula, eps 1e-5, L2 weight decay added to the
     gradient) on the clipped gradient the step left in .grad: m_hat = g, v_hat = g^2, so
     theta - lr g / (|g| + eps); and the first moments (1 - beta1) g and second moments (1 - beta2) g^2."""
@@ -482,15 +482,16 @@ def one_update(module, prepare=None, **method_args):
     return run, before, generator_states, pre_step, outputs
 
 
-def minibatch_obs(run, generator_states, k: int) -> np.ndarray:
-    """Seed k's one minibatch: the whole rollout in the order of the seed's own permutation."""
+def minibatch_obs(run, generator_states, k: int) -> tuple:
+    """Seed k's one minibatch (the whole rollout in the order of the seed's own permutation) and the seed's generator
+    as it is after drawing that permutation."""
     draw = torch.Generator()
     draw.set_state(generator_states[k])
     permutation = torch.randperm(BATCH, generator=draw)
     return hand_built_rollout().obs[k, permutation].double().numpy(), draw
 
 
-def test_cb_update_takes_l2_inside_adam_and_ranks_units_by_the_minibatchs_contributions():
+def test_cb_update_takes_l2_inside_adam_and_scores_units_by_the_minibatchs_contributions():
     """Weight decay 0.5 (so that the L2 term decides the step's sign on many entries), no replacement: every
     parameter ends at Adam's first step on gradient + 0.5 theta, and each hidden unit's utility is the contribution
     of this minibatch: mean |h_j| over its samples (pre-step activations) x mean |W_out[:, j]| (the stepped weights)."""
