@@ -45,6 +45,7 @@ from eppo_continuous import (
     ucb_advantages_and_returns,
     validate_args,
 )
+from reference_math import brute_force_gae
 from tiny_run import TINY_EVALUATION_STEPS, read_csv, run_script
 
 
@@ -175,36 +176,14 @@ def _random_rollout(seed, num_steps=13, num_envs=3):
     )
 
 
-def _brute_force_gae(rollout, gamma, gae_lambda):
-    """Double sums over (t, l) straight from the definitions, stopping at episode ends and the buffer end.
-
-    A_t = sum_{l>=0} (gamma lambda)^l prod_{k<l} (1 - done_{t+k}) delta_{t+l}   (Eq. gae)
-    S_t = sum_{l>=1} (gamma lambda)^{2l} prod_{k<l-1} (1 - done_{t+k}) (1 - term_{t+l-1}) var[V(s_{t+l})],
-    where s_{t+l} is the next state of step t+l-1 (terminal next states have the constant value 0).
-    """
-    r, v, nv, nvv = (rollout[key].numpy() for key in ("rewards", "values", "next_values", "next_value_vars"))
-    term, done = rollout["terminations"].numpy(), rollout["dones"].numpy()
-    num_steps, num_envs = r.shape
-    delta = r + gamma * (1 - term) * nv - v
-    advantage = np.zeros_like(r)
-    future_var = np.zeros_like(r)
-    decay = gamma * gae_lambda
-    for env in range(num_envs):
-        for t in range(num_steps):
-            alive = 1.0  # prod_{k<l} (1 - done_{t+k})
-            for l in range(num_steps - t):
-                advantage[t, env] += decay**l * alive * delta[t + l, env]
-                future_var[t, env] += decay ** (2 * (l + 1)) * alive * (1 - term[t + l, env]) * nvv[t + l, env]
-                alive *= 1 - done[t + l, env]
-    return advantage, future_var
-
-
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_probabilistic_gae_matches_brute_force(seed):
     gamma, gae_lambda = 0.99, 0.95
     rollout = _random_rollout(seed)
     assert rollout["terminations"].sum() > 0 and (rollout["dones"] - rollout["terminations"]).sum() > 0
-    advantage, future_var = _brute_force_gae(rollout, gamma, gae_lambda)
+    advantage, future_var = brute_force_gae(*(rollout[key].numpy() for key in ("rewards", "values", "next_values",
+                                                                           "terminations", "dones")),
+                                            gamma, gae_lambda, next_value_vars=rollout["next_value_vars"].numpy())
     value_var = rollout["value_vars"].numpy()
     future_weight = ((1 - gae_lambda) / gae_lambda) ** 2
     expected_vars = {

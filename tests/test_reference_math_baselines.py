@@ -36,6 +36,7 @@ import pfo_continuous
 import ppo_drnd_continuous
 import ppo_redo_continuous
 import ppo_snp_continuous
+from reference_math import brute_force_gae
 
 SEEDS = (3, 7)
 OBS_DIM, ACTION_DIM, HIDDEN, T, ENVS = 3, 2, 8, 5, 2
@@ -155,21 +156,6 @@ def np_entropy(actor, k: int) -> float:
     return scipy.stats.norm.entropy(scale=np.exp(weights(actor, k, "log_std")[0])).sum()
 
 
-def reference_gae(rewards, values, next_values, terminations, dones, gamma, gae_lambda) -> np.ndarray:
-    """One seed, (T, envs), env by env backwards: the TD error bootstraps from V(s_{t+1}) unless s_{t+1} is
-    terminal, and the sum of discounted TD errors restarts where an episode ended."""
-    advantages = np.zeros((T, ENVS))
-    for env in range(ENVS):
-        later = 0.0
-        for t in reversed(range(T)):
-            if dones[t, env]:
-                later = 0.0
-            bootstrap = 0.0 if terminations[t, env] else gamma * next_values[t, env]
-            later = rewards[t, env] + bootstrap - values[t, env] + gamma * gae_lambda * later
-            advantages[t, env] = later
-    return advantages
-
-
 def normalized(advantages: np.ndarray) -> np.ndarray:
     return (advantages - advantages.mean()) / (advantages.std(ddof=1) + 1e-8)
 
@@ -202,7 +188,7 @@ def reference_ppo_batch(run, rollout, k: int) -> dict:
     args, data = run.args, seed_data(rollout, k)
     values = np_network(run.agent.critic, k, data["obs"])["head"][:, 0].reshape(T, ENVS)
     next_values = np_network(run.agent.critic, k, data["next_obs"])["head"][:, 0].reshape(T, ENVS)
-    advantages = reference_gae(data["rewards"], values, next_values, data["terminations"], data["dones"], args.gamma,
+    advantages = brute_force_gae(data["rewards"], values, next_values, data["terminations"], data["dones"], args.gamma,
                                args.gae_lambda)
     return {"values": values.ravel(), "advantages": advantages.ravel(), "returns": (advantages + values).ravel(),
             "old_log_probs": np_log_prob(run.agent.actor, k, data["obs"], data["actions"])}

@@ -18,6 +18,7 @@ from torch.distributions import Gamma, Normal, StudentT
 
 import eppo_continuous
 import ppo_continuous
+from reference_math import brute_force_gae
 
 SEEDS = (3, 11)
 OBS_DIM, ACTION_DIM, NUM_STEPS = 3, 2, 6
@@ -92,24 +93,6 @@ def value_variance(nu, alpha, beta):
     return stats.t(df=2 * alpha, scale=np.sqrt(beta * (1 + nu) / (nu * alpha))).var()
 
 
-def reference_gae(rewards, values, next_values, next_value_vars, terminations, dones):
-    """One env's GAE mean A_t = sum_l (gamma lambda)^l delta_{t+l} and future variance S_t = sum_{l>=1}
-    (gamma lambda)^{2l} var[V(s_{t+l})], each summed forward over t's own episode: up to the step where it ends
-    (termination or truncation) or the buffer does. s_{t+l} is step t+l-1's next state (the final state at an end);
-    a terminal state's value is the constant 0 (no bootstrap, no variance), a truncated one's the critic's."""
-    decay = GAMMA * GAE_LAMBDA
-    advantages, future_vars = np.zeros(NUM_STEPS), np.zeros(NUM_STEPS)
-    for t in range(NUM_STEPS):
-        for j in range(t, NUM_STEPS):
-            terminal = terminations[j] == 1.0
-            next_value, next_var = (0.0, 0.0) if terminal else (next_values[j], next_value_vars[j])
-            advantages[t] += decay ** (j - t) * (rewards[j] + GAMMA * next_value - values[j])
-            future_vars[t] += decay ** (2 * (j - t + 1)) * next_var
-            if dones[j] == 1.0:
-                break
-    return advantages, future_vars
-
-
 def reference_batch(script, agent, rollout, args) -> SimpleNamespace:
     """What compute_advantages must put in the batch, float64 (seeds, T * envs): the advantages before and after
     normalization, the targets, the values and the old log-probabilities. EPPO: the UCB advantage A + kappa
@@ -129,8 +112,9 @@ def reference_batch(script, agent, rollout, args) -> SimpleNamespace:
     future_weight = 0.0 if variant == "mean" else ((1 - GAE_LAMBDA) / GAE_LAMBDA) ** 2
     for k in range(shape[0]):
         for i in range(shape[2]):
-            advantages[k, :, i], future_vars = reference_gae(
-                *(x[k, :, i] for x in (rewards, values, next_values, next_value_vars, terminations, dones)))
+            advantages[k, :, i], future_vars = brute_force_gae(
+                *(x[k, :, i] for x in (rewards, values, next_values, terminations, dones)), GAMMA, GAE_LAMBDA,
+                next_value_vars=next_value_vars[k, :, i])
             advantage_vars[k, :, i] = current_weight * value_vars[k, :, i] + future_weight * future_vars
     bonus = (args.kappa if is_eppo else 0.0) * np.sqrt(advantage_vars)
     ucb_advantages = advantages + bonus
