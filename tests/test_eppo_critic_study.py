@@ -67,3 +67,23 @@ def test_walk_table_rule_and_cut(tmp_path, capsys):
 def test_an_empty_root_exits_2(tmp_path, capsys):
     assert analyze.main([str(tmp_path)]) == 2
     assert "no <configuration>/seed<k>/evaluations.csv" in capsys.readouterr().err
+
+
+def test_scalars_carried_from_an_earlier_machine_merge_under_the_runs_own_events(tmp_path):
+    """scalars.py: the run's own TensorBoard points win where both have a step; the carried ones fill the steps the
+    events lack (those of the earlier machines); only the kept tags are written."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    scalars = analyze.scalars
+    run_dir = tmp_path / "seed1001"
+    run_dir.mkdir()
+    scalars.write({("evidential/nu", 0): 5.0, ("evidential/nu", 10): 6.0}, str(run_dir / scalars.CARRIED))
+    writer = SummaryWriter(str(run_dir))
+    for step, value in ((10, 1.5), (20, 2.5)):
+        writer.add_scalar("evidential/nu", value, step)
+    writer.add_scalar("charts/SPS", 100.0, 10)  # not a kept tag
+    writer.close()
+    assert scalars.main([str(run_dir), str(tmp_path / "out.csv")]) == 0
+    assert scalars.read_csv(str(tmp_path / "out.csv")) == {("evidential/nu", 0): 5.0, ("evidential/nu", 10): 1.5,
+                                                          ("evidential/nu", 20): 2.5}
+    assert analyze.read_scalars(str(run_dir))["evidential/nu"] == [(0, 5.0), (10, 1.5), (20, 2.5)]

@@ -28,6 +28,9 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, REPO)
 from scripts import summarize  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import scalars  # noqa: E402
+
 WALK = ("PPO", "EPPO_mse_mean", "EPPO_mean", "EPPO_ind")
 CANDIDATES = {  # name: (may become the default, the baseline it must also reach)
     "EPPO_ind+hp-algorithm1": (True, "PPO"),
@@ -44,22 +47,12 @@ BETTER_MARGIN = 0.10  # the rule: at least 10 % above today's EPPO_ind's mean AU
 
 
 def read_scalars(run_dir: str) -> dict:
-    """{tag: [(step, value)]} from scalars.csv, or from the run's TensorBoard events when it has none (a live run)."""
+    """{tag: [(step, value)]} from scalars.csv (collected), or from the live run (its events and carried scalars)."""
     path = os.path.join(run_dir, "scalars.csv")
+    pairs = scalars.read_csv(path) if os.path.exists(path) else scalars.collect(run_dir)
     found = {}
-    if os.path.exists(path):
-        with open(path) as f:
-            for row in csv.DictReader(f):
-                found.setdefault(row["tag"], []).append((int(row["step"]), float(row["value"])))
-        return found
-    if not glob.glob(os.path.join(run_dir, "events.out.tfevents.*")):
-        return found
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-
-    accumulator = EventAccumulator(run_dir, size_guidance={"scalars": 0})
-    accumulator.Reload()
-    for tag in accumulator.Tags()["scalars"]:
-        found[tag] = [(event.step, event.value) for event in accumulator.Scalars(tag)]
+    for (tag, step), value in sorted(pairs.items()):
+        found.setdefault(tag, []).append((step, value))
     return found
 
 
@@ -132,12 +125,12 @@ def report(root: str, plot_path=None) -> int:
     print("\n#### The critic's diagnostics (mean over each run's updates up to the cut, then mean ± se over seeds)\n")
     print("| tag | " + " | ".join(order) + " |")
     print("|---|" + "---|" * len(order))
-    scalars = {name: [read_scalars(run_dir) for run_dir, _ in runs[name].values()] for name in order}
+    run_scalars = {name: [read_scalars(run_dir) for run_dir, _ in runs[name].values()] for name in order}
     for tag in DIAGNOSTICS:
         cells = []
         for name in order:
             values = [np.nanmean([v for step, v in seed_scalars.get(tag, []) if step <= up_to])
-                      for seed_scalars in scalars[name] if seed_scalars.get(tag)]
+                      for seed_scalars in run_scalars[name] if seed_scalars.get(tag)]
             cells.append("" if not values else f"{np.mean(values):.3g} ± {summarize.mean_se(values)[1]:.2g}")
         print(f"| {tag} | " + " | ".join(cells) + " |")
 

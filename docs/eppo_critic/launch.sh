@@ -76,6 +76,11 @@ case ${1:-} in
             echo "error: runs are still running; --stop them first, then --stash" >&2; exit 2
         fi
         python3 "$RESUME_STORE" stash "$RUNS" "$STORE" || exit
+        # the TensorBoard scalars up to the resume point go with it (scalars.py: the event files stay behind)
+        for stored in "$STORE"/*/seed*; do
+            [[ -f $stored/checkpoint.pt ]] && { python3 "$HERE/scalars.py" "$RUNS/${stored#"$STORE"/}" \
+                "$stored/scalars.csv" || exit 1; }
+        done
         echo "stashed into $STORE (commit it)"; exit 0 ;;
     --stop) pkill -TERM -f "$RUNNING" || echo "nothing running"; exit 0 ;;
     "") ;;
@@ -85,6 +90,12 @@ esac
 mkdir -p "$RUNS" "$ROOT/code"
 echo "[launch $(date '+%F %T')] runs in $RUNS" >>"$ROOT/launch.log"
 python3 "$RESUME_STORE" restore "$RUNS" "$STORE" "$OUTPUTS" | sed 's/^/[restore] /' | tee -a "$ROOT/launch.log"
+# a resume point restored on a fresh machine brings the scalars of the earlier machines (scalars.py's CARRIED)
+for stored in "$STORE"/*/seed*; do
+    run_dir=$RUNS/${stored#"$STORE"/}
+    [[ -f $stored/scalars.csv && ! -f $run_dir/scalars.prev.csv ]] && ! compgen -G "$run_dir/events.out.tfevents.*" \
+        >/dev/null && cp "$stored/scalars.csv" "$run_dir/scalars.prev.csv"
+done
 lines=()
 for config in "${CONFIGS[@]}"; do
     IFS='|' read -r name pin script flags <<<"$config"

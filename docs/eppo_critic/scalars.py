@@ -1,33 +1,55 @@
-"""Issue 46: a run directory's TensorBoard scalars that the analysis reads, as one small CSV to commit.
+"""Issue 46: a run directory's TensorBoard scalars that the analysis reads, as one small CSV to commit or stash.
 
     python docs/eppo_critic/scalars.py RUN_DIR OUT.csv
 
 Columns: tag, step, value; the tags under evidential/ and losses/, charts/action_std and charts/episodic_return.
-The event files are megabytes per seed over a run; these rows are what docs/eppo_critic/analyze.py needs of them.
+The event files are megabytes per seed over a run and are not carried from one machine to the next (resume/ holds
+the checkpoint and the CSV logs); so `launch.sh --stash` stores this CSV beside each resume point, a launch on a
+fresh machine puts it back as RUN_DIR/scalars.prev.csv, and this script merges it with the run's own events (the
+events win where both have a step: a resume purges the points logged after its checkpoint and logs them again).
 """
 
 import csv
+import glob
+import os
 import sys
 
-from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-
 KEPT_PREFIXES = ("evidential/", "losses/", "charts/action_std", "charts/episodic_return")
+CARRIED = "scalars.prev.csv"  # the scalars of the run's earlier machines (launch.sh restores it from resume/)
+
+
+def read_csv(path: str) -> dict:
+    """{(tag, step): value} of a scalars CSV."""
+    with open(path) as f:
+        return {(row["tag"], int(row["step"])): float(row["value"]) for row in csv.DictReader(f)}
+
+
+def collect(run_dir: str) -> dict:
+    """{(tag, step): value}: the run's TensorBoard scalars under KEPT_PREFIXES, over those carried in CARRIED."""
+    found = read_csv(os.path.join(run_dir, CARRIED)) if os.path.exists(os.path.join(run_dir, CARRIED)) else {}
+    if glob.glob(os.path.join(run_dir, "events.out.tfevents.*")):
+        from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+        accumulator = EventAccumulator(run_dir, size_guidance={"scalars": 0})
+        accumulator.Reload()
+        for tag in accumulator.Tags()["scalars"]:
+            if tag.startswith(KEPT_PREFIXES):
+                found.update({(tag, event.step): event.value for event in accumulator.Scalars(tag)})
+    return found
+
+
+def write(scalars: dict, out: str) -> None:
+    with open(out, "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["tag", "step", "value"])
+        writer.writerows([tag, step, f"{value:.6g}"] for (tag, step), value in sorted(scalars.items()))
 
 
 def main(argv: list) -> int:
     if len(argv) != 2:
         print("usage: scalars.py RUN_DIR OUT.csv", file=sys.stderr)
         return 2
-    run_dir, out = argv
-    accumulator = EventAccumulator(run_dir, size_guidance={"scalars": 0})
-    accumulator.Reload()
-    with open(out, "w", newline="") as f:
-        writer = csv.writer(f)
-        writer.writerow(["tag", "step", "value"])
-        for tag in sorted(accumulator.Tags()["scalars"]):
-            if tag.startswith(KEPT_PREFIXES):
-                for event in accumulator.Scalars(tag):
-                    writer.writerow([tag, event.step, f"{event.value:.6g}"])
+    write(collect(argv[0]), argv[1])
     return 0
 
 
