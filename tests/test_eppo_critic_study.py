@@ -64,6 +64,14 @@ def test_walk_table_rule_and_cut(tmp_path, capsys):
     assert "| task 0 | task 1 |" in out
 
 
+def test_only_some_configurations_are_cut_where_they_are(tmp_path, capsys):
+    write_config(tmp_path, "PPO", {1001: 1000, 1002: 1100})
+    write_config(tmp_path, "EPPO_mean", {1001: 700, 1002: 900}, last_step=250_000)
+    assert analyze.main([str(tmp_path), "--only", "PPO"]) == 0
+    out = capsys.readouterr().out
+    assert "up to step 1,000,000" in out and "EPPO_mean" not in out
+
+
 def test_an_empty_root_exits_2(tmp_path, capsys):
     assert analyze.main([str(tmp_path)]) == 2
     assert "no <configuration>/seed<k>/evaluations.csv" in capsys.readouterr().err

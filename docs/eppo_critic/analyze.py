@@ -2,6 +2,7 @@
 
     python docs/eppo_critic/analyze.py docs/eppo_critic/outputs [--plot docs/eppo_critic/walk.png]
     python docs/eppo_critic/analyze.py /work/eppo_critic/runs            # the live runs (partial ones cut)
+    python docs/eppo_critic/analyze.py ROOT --only PPO,EPPO_mse_mean     # some configurations, cut where they are
 
 ROOT holds one folder per configuration (launch.sh's names), each with seed<k>/ run directories (evaluations.csv;
 scalars.csv from `launch.sh --collect`, or the TensorBoard events of a live run). Every configuration is cut at the
@@ -88,8 +89,10 @@ def paired_lower_p(lower: dict, higher: dict) -> str:
     return f"{stats.ttest_1samp(difference, 0.0, alternative='greater').pvalue:.3f}"
 
 
-def report(root: str, plot_path=None) -> int:
+def report(root: str, plot_path=None, only=None) -> int:
     runs = load(root)
+    if only:
+        runs = {name: by_seed for name, by_seed in runs.items() if name in only}
     if not runs:
         print(f"error: no <configuration>/seed<k>/evaluations.csv under {root}", file=sys.stderr)
         return 2
@@ -182,11 +185,12 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("root", help="a folder of <configuration>/seed<k>/ run directories")
     parser.add_argument("--plot", help="write the learning curves to this PNG")
+    parser.add_argument("--only", help="these configurations alone, comma-separated (the cut is theirs)")
     args = parser.parse_args(argv)
     if not os.path.isdir(args.root):
         print(f"error: {args.root} is not a directory", file=sys.stderr)
         return 2
-    return report(args.root, args.plot)
+    return report(args.root, args.plot, args.only.split(",") if args.only else None)
 
 
 if __name__ == "__main__":
