@@ -86,7 +86,10 @@ case ${1:-} in
                 "$stored/scalars.csv" || exit 1; }
         done
         echo "stashed into $STORE (commit it)"; exit 0 ;;
-    --stop) pkill -TERM -f "$RUNNING" || echo "nothing running"; exit 0 ;;
+    --stop)
+        # the queue first, so that it starts nothing in the slots the stopped runs free
+        [[ -f $ROOT/queue.pid ]] && kill -TERM "$(cat "$ROOT/queue.pid")" 2>/dev/null && echo "stopped the queue"
+        pkill -TERM -f "$RUNNING" || echo "nothing running"; exit 0 ;;
     "") ;;
     *) echo "usage: $0 [--status | --stop | --collect | --stash]" >&2; exit 2 ;;
 esac
