@@ -5,7 +5,7 @@
     python docs/eppo_critic/analyze.py ROOT --only PPO,EPPO_mse_mean     # some configurations, cut where they are
 
 ROOT holds one folder per configuration (launch.sh's names), each with seed<k>/ run directories (evaluations.csv;
-scalars.csv from `launch.sh --collect`, or the TensorBoard events of a live run). Every configuration is cut at the
+scalars.csv.gz from `launch.sh --collect`, or a live run's TensorBoard events). Every configuration is cut at the
 step that all runs have reached (an unfinished study gives interim tables, marked so). Prints:
 
 1. AULC (the mean evaluation return, scripts/summarize.py) and the return at the last task end per configuration:
@@ -48,8 +48,8 @@ BETTER_MARGIN = 0.10  # the rule: at least 10 % above today's EPPO_ind's mean AU
 
 
 def read_scalars(run_dir: str) -> dict:
-    """{tag: [(step, value)]} from scalars.csv (collected), or from the live run (its events and carried scalars)."""
-    path = os.path.join(run_dir, "scalars.csv")
+    """{tag: [(step, value)]} from scalars.csv.gz (collected), or from the live run (its events and carried scalars)."""
+    path = os.path.join(run_dir, "scalars.csv.gz")
     pairs = scalars.read_csv(path) if os.path.exists(path) else scalars.collect(run_dir)
     found = {}
     for (tag, step), value in sorted(pairs.items()):
@@ -153,7 +153,8 @@ def report(root: str, plot_path=None, only=None) -> int:
             ppo_means = [np.mean(list(aulcs[line].values())) for line in {ppo_line, "PPO"} if line in aulcs]
             reaches = np.mean(list(aulcs[name].values())) >= max(ppo_means) if ppo_means else None
             print(f"| {name} | {'yes' if allowed else 'no (evidence only)'} | {'yes' if every_seed else 'no'} | "
-                  f"{gain:+.1%} | {'yes' if better else 'no'} | {'n/a' if reaches is None else ('yes' if reaches else 'no')} |")
+                  f"{gain:+.1%} | {'yes' if better else 'no'} | "
+                  f"{'n/a' if reaches is None else ('yes' if reaches else 'no')} |")
 
     if plot_path:
         import matplotlib

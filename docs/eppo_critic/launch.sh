@@ -72,7 +72,7 @@ case ${1:-} in
                 [[ -f $RUNS/$run/$name ]] && cp "$RUNS/$run/$name" "$OUTPUTS/$run/$name"
             done
             # the TensorBoard scalars the analysis reads (the event files are megabytes; these are kilobytes)
-            python3 "$HERE/scalars.py" "$RUNS/$run" "$OUTPUTS/$run/scalars.csv" || exit 1
+            python3 "$HERE/scalars.py" "$RUNS/$run" "$OUTPUTS/$run/scalars.csv.gz" || exit 1
         done
         echo "copied into $OUTPUTS"; exit 0 ;;
     --stash)
@@ -83,7 +83,7 @@ case ${1:-} in
         # the TensorBoard scalars up to the resume point go with it (scalars.py: the event files stay behind)
         for stored in "$STORE"/*/seed*; do
             [[ -f $stored/checkpoint.pt ]] && { python3 "$HERE/scalars.py" "$RUNS/${stored#"$STORE"/}" \
-                "$stored/scalars.csv" || exit 1; }
+                "$stored/scalars.csv.gz" || exit 1; }
         done
         echo "stashed into $STORE (commit it)"; exit 0 ;;
     --stop)
@@ -100,8 +100,8 @@ python3 "$RESUME_STORE" restore "$RUNS" "$STORE" "$OUTPUTS" | sed 's/^/[restore]
 # a resume point restored on a fresh machine brings the scalars of the earlier machines (scalars.py's CARRIED)
 for stored in "$STORE"/*/seed*; do
     run_dir=$RUNS/${stored#"$STORE"/}
-    [[ -f $stored/scalars.csv && ! -f $run_dir/scalars.prev.csv ]] && ! compgen -G "$run_dir/events.out.tfevents.*" \
-        >/dev/null && cp "$stored/scalars.csv" "$run_dir/scalars.prev.csv"
+    [[ -f $stored/scalars.csv.gz && ! -f $run_dir/scalars.prev.csv.gz ]] && ! compgen -G "$run_dir/events.out.tfevents.*" \
+        >/dev/null && cp "$stored/scalars.csv.gz" "$run_dir/scalars.prev.csv.gz"
 done
 lines=()
 for config in "${CONFIGS[@]}"; do

@@ -1,26 +1,29 @@
 """Issue 46: a run directory's TensorBoard scalars that the analysis reads, as one small CSV to commit or stash.
 
-    python docs/eppo_critic/scalars.py RUN_DIR OUT.csv
+    python docs/eppo_critic/scalars.py RUN_DIR OUT.csv.gz
 
-Columns: tag, step, value; the tags under evidential/ and losses/, charts/action_std and charts/episodic_return.
+Columns: tag, step, value (gzip-compressed CSV); the tags under evidential/ and losses/ and charts/action_std, one
+point per update (the returns are in evaluations.csv).
 The event files are megabytes per seed over a run and are not carried from one machine to the next (resume/ holds
 the checkpoint and the CSV logs); so `launch.sh --stash` stores this CSV beside each resume point, a launch on a
-fresh machine puts it back as RUN_DIR/scalars.prev.csv, and this script merges it with the run's own events (the
+fresh machine puts it back as RUN_DIR/scalars.prev.csv.gz, and this script merges it with the run's own events (the
 events win where both have a step: a resume purges the points logged after its checkpoint and logs them again).
 """
 
 import csv
 import glob
+import gzip
+import io
 import os
 import sys
 
-KEPT_PREFIXES = ("evidential/", "losses/", "charts/action_std", "charts/episodic_return")
-CARRIED = "scalars.prev.csv"  # the scalars of the run's earlier machines (launch.sh restores it from resume/)
+KEPT_PREFIXES = ("evidential/", "losses/", "charts/action_std")
+CARRIED = "scalars.prev.csv.gz"  # the scalars of the run's earlier machines (launch.sh restores it from resume/)
 
 
 def read_csv(path: str) -> dict:
-    """{(tag, step): value} of a scalars CSV."""
-    with open(path) as f:
+    """{(tag, step): value} of a scalars CSV (gzip-compressed)."""
+    with gzip.open(path, "rt", newline="") as f:
         return {(row["tag"], int(row["step"])): float(row["value"]) for row in csv.DictReader(f)}
 
 
@@ -39,7 +42,7 @@ def collect(run_dir: str) -> dict:
 
 
 def write(scalars: dict, out: str) -> None:
-    with open(out, "w", newline="") as f:
+    with gzip.GzipFile(out, "wb", mtime=0) as raw, io.TextIOWrapper(raw, newline="") as f:  # mtime 0: same bytes
         writer = csv.writer(f)
         writer.writerow(["tag", "step", "value"])
         writer.writerows([tag, step, f"{value:.6g}"] for (tag, step), value in sorted(scalars.items()))
@@ -47,7 +50,7 @@ def write(scalars: dict, out: str) -> None:
 
 def main(argv: list) -> int:
     if len(argv) != 2:
-        print("usage: scalars.py RUN_DIR OUT.csv", file=sys.stderr)
+        print("usage: scalars.py RUN_DIR OUT.csv.gz", file=sys.stderr)
         return 2
     write(collect(argv[0]), argv[1])
     return 0
