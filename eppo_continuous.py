@@ -233,7 +233,8 @@ def method_name(args: Args) -> str:
     that departs from the paper or from our readings of its open choices gets them appended (EPPO_ind+xi1+exp),
     so that an ablation never shares a table cell with the method itself."""
     changes = {"critic_loss": args.critic_loss, "hyperprior_terms": f"hp-{args.hyperprior_terms}",
-               "critic_grad_clip": f"clip-{args.critic_grad_clip}", "xi": f"xi{args.xi:g}", "hyperprior_reduction": f"hp-{args.hyperprior_reduction}",
+               "critic_grad_clip": f"clip-{args.critic_grad_clip}", "xi": f"xi{args.xi:g}",
+               "hyperprior_reduction": f"hp-{args.hyperprior_reduction}",
                "evidence_init": args.evidence_init, "evidence_transform": args.evidence_transform,
                # a switch departs by its flag's name: norm-reward (off by default), no-ucb-in-returns (on by default)
                **{field: ("" if getattr(args, field) else "no-") + field.replace("_", "-")
