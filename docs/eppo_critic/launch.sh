@@ -36,13 +36,15 @@ CONFIGS=(
     # flags, summed the loss's gradients in another order), and PPO with --norm-reward
     "EPPO_ind+hp-algorithm1|b7021b78fc558b7a019eba98449c5af3c1759188|eppo_continuous.py|--variant ind --kappa 0.01 --hyperprior-terms algorithm1"
     "EPPO_ind+norm-reward|b7021b78fc558b7a019eba98449c5af3c1759188|eppo_continuous.py|--variant ind --kappa 0.01 --norm-reward"
+    # the paper's kappa grid for EPPO_ind (Appendix B: {0.01, 0.05, 0.1}, seeds 1001-1003, AULC) at today's reading:
+    # the last hypothesis (kappa chosen on the paper's pipeline); 0.01 is the walk's EPPO_ind. Run before
+    # PPO+norm-reward and the evidence-only lines (moved 2026-11-29 04:07 UTC, before any of them started): the grid
+    # bears on the default whatever the screen finds; those lines only if norm-reward is better, or as evidence
+    "EPPO_ind_kappa0.05|b7021b78fc558b7a019eba98449c5af3c1759188|eppo_continuous.py|--variant ind --kappa 0.05"
+    "EPPO_ind_kappa0.1|b7021b78fc558b7a019eba98449c5af3c1759188|eppo_continuous.py|--variant ind --kappa 0.1"
     "PPO+norm-reward|af688c07ad5255201fe5204349079dbd653e9ee3|ppo_continuous.py|--norm-reward"
     "EPPO_ind+clip-none|b7021b78fc558b7a019eba98449c5af3c1759188|eppo_continuous.py|--variant ind --kappa 0.01 --critic-grad-clip none"
     "EPPO_ind+nll-mse-omega|b7021b78fc558b7a019eba98449c5af3c1759188|eppo_continuous.py|--variant ind --kappa 0.01 --critic-loss nll-mse-omega"
-    # the paper's kappa grid for EPPO_ind (Appendix B: {0.01, 0.05, 0.1}, seeds 1001-1003, AULC) at today's reading:
-    # the last hypothesis (kappa chosen on the paper's pipeline); 0.01 is the walk's EPPO_ind
-    "EPPO_ind_kappa0.05|b7021b78fc558b7a019eba98449c5af3c1759188|eppo_continuous.py|--variant ind --kappa 0.05"
-    "EPPO_ind_kappa0.1|b7021b78fc558b7a019eba98449c5af3c1759188|eppo_continuous.py|--variant ind --kappa 0.1"
 )
 EPPO_PIN=$(cat "$HERE/eppo_pin" 2>/dev/null)
 RUNNING="^bash $REPO/scripts/run_one.sh $RUNS/"
