@@ -26,6 +26,7 @@ WORKERS=${EPPO_CRITIC_WORKERS:-2}
 PROTOCOL="--env-id Ant-v5 --experiment paralysis --strategy back-one --num-tasks 5 --seed 1001 --num-seeds 3 \
 --torch-threads 1 --env-threads 1"
 # name | pinned commit | script | the configuration's own flags (everything else: the script's defaults)
+#   [| a protocol replacing PROTOCOL: the rule's pipeline checks, under checks/, run on other tasks]
 CONFIGS=(
     "PPO|af688c07ad5255201fe5204349079dbd653e9ee3|ppo_continuous.py|"
     "EPPO_mse_mean|EPPO_PIN|eppo_continuous.py|--critic-loss mse --variant mean"
@@ -36,18 +37,26 @@ CONFIGS=(
     # flags, summed the loss's gradients in another order), and PPO with --norm-reward
     "EPPO_ind+hp-algorithm1|b7021b78fc558b7a019eba98449c5af3c1759188|eppo_continuous.py|--variant ind --kappa 0.01 --hyperprior-terms algorithm1"
     "EPPO_ind+norm-reward|b7021b78fc558b7a019eba98449c5af3c1759188|eppo_continuous.py|--variant ind --kappa 0.01 --norm-reward"
+    # PPO with --norm-reward on the walk's protocol: the issue asks for it, and the rule compares norm-reward with it
+    # (moved ahead of the grid at 04:35 UTC with the checks below, while norm-reward was at 1.9 M, before its result)
+    "PPO+norm-reward|af688c07ad5255201fe5204349079dbd653e9ee3|ppo_continuous.py|--norm-reward"
+    # the rule's two pipeline checks for --norm-reward, a change to every script (README, "The pipeline checks"):
+    # PPO walks on the intact Ant-v5 within 500k steps; PPO is not lower on HalfCheetah-v5 back-one at 1 M steps
+    "checks/ant-intact-500k/PPO+norm-reward|af688c07ad5255201fe5204349079dbd653e9ee3|ppo_continuous.py|--norm-reward|--env-id Ant-v5 --experiment none --steps-per-task 500000 --seed 1001 --num-seeds 3 --torch-threads 1 --env-threads 1"
+    "checks/halfcheetah-back-one-1M/PPO|af688c07ad5255201fe5204349079dbd653e9ee3|ppo_continuous.py||--env-id HalfCheetah-v5 --experiment paralysis --strategy back-one --num-tasks 2 --seed 1001 --num-seeds 3 --torch-threads 1 --env-threads 1"
+    "checks/halfcheetah-back-one-1M/PPO+norm-reward|af688c07ad5255201fe5204349079dbd653e9ee3|ppo_continuous.py|--norm-reward|--env-id HalfCheetah-v5 --experiment paralysis --strategy back-one --num-tasks 2 --seed 1001 --num-seeds 3 --torch-threads 1 --env-threads 1"
     # the paper's kappa grid for EPPO_ind (Appendix B: {0.01, 0.05, 0.1}, seeds 1001-1003, AULC) at today's reading:
-    # the issue's last hypothesis (kappa chosen on the paper's pipeline); 0.01 is the walk's EPPO_ind. Run before
-    # PPO+norm-reward and the evidence-only lines (moved 2026-11-29 04:07 UTC, before any of them started): the grid
-    # bears on the default whatever the screen finds; those lines only if norm-reward is better, or as evidence
+    # the issue's last hypothesis (kappa chosen on the paper's pipeline); 0.01 is the walk's EPPO_ind. Ahead of the
+    # evidence-only lines (moved 2026-11-29 04:07 UTC, before any of them started): it bears on the default
     "EPPO_ind_kappa0.05|b7021b78fc558b7a019eba98449c5af3c1759188|eppo_continuous.py|--variant ind --kappa 0.05"
     "EPPO_ind_kappa0.1|b7021b78fc558b7a019eba98449c5af3c1759188|eppo_continuous.py|--variant ind --kappa 0.1"
-    "PPO+norm-reward|af688c07ad5255201fe5204349079dbd653e9ee3|ppo_continuous.py|--norm-reward"
     "EPPO_ind+clip-none|b7021b78fc558b7a019eba98449c5af3c1759188|eppo_continuous.py|--variant ind --kappa 0.01 --critic-grad-clip none"
     "EPPO_ind+nll-mse-omega|b7021b78fc558b7a019eba98449c5af3c1759188|eppo_continuous.py|--variant ind --kappa 0.01 --critic-loss nll-mse-omega"
 )
 EPPO_PIN=$(cat "$HERE/eppo_pin" 2>/dev/null)
 RUNNING="^bash $REPO/scripts/run_one.sh $RUNS/"
+# whether a run under this folder is running (fixed strings: the names hold regex characters such as +)
+running() { pgrep -af "$RUNNING" | grep -qF "run_one.sh $1"; }
 
 status() {
     python3 - "$RUNS" <<'PY'
@@ -107,16 +116,16 @@ for stored in "$STORE"/*/seed*; do
 done
 lines=()
 for config in "${CONFIGS[@]}"; do
-    IFS='|' read -r name pin script flags <<<"$config"
+    IFS='|' read -r name pin script flags protocol <<<"$config"
     [[ $pin == EPPO_PIN ]] && pin=$EPPO_PIN
     if [[ -z $pin ]]; then echo "skipping $name: no pinned commit yet ($HERE/eppo_pin)"; continue; fi
-    if pgrep -f "$RUNNING$name/" >/dev/null; then echo "already running: $name"; continue; fi
+    if running "$RUNS/$name/"; then echo "already running: $name"; continue; fi
     code=$ROOT/code/$pin
     if [[ ! -d $code/.git ]]; then
         git clone --quiet --no-checkout "$REPO" "$code" && git -C "$code" checkout --quiet --detach "$pin" || {
             echo "error: could not clone $REPO at $pin into $code" >&2; exit 1; }
     fi
-    lines+=("$RUNS/$name/seed1001|python3 $code/$script $PROTOCOL $flags --run-dir '$RUNS/$name/seed{seed}'")
+    lines+=("$RUNS/$name/seed1001|python3 $code/$script ${protocol:-$PROTOCOL} $flags --run-dir '$RUNS/$name/seed{seed}'")
 done
 # one queue at a time: an earlier launch's queue (its lines not started yet) is replaced by this one; the runs it
 # started go on (run_one.sh is not its job to stop) and this queue skips them as running
@@ -129,6 +138,7 @@ fi
         IFS='|' read -r run_dir command <<<"$line"
         # at most WORKERS runs at a time, counting those an earlier launch started (still running)
         while (($(pgrep -fc "$RUNNING") >= WORKERS)); do sleep 30; done
+        running "${run_dir%seed1001}" && continue  # started by an earlier launch meanwhile
         nice -n 19 bash "$REPO/scripts/run_one.sh" "$run_dir" "$command" &
         sleep 5
     done
