@@ -94,3 +94,35 @@ def test_scalars_carried_from_an_earlier_machine_merge_under_the_runs_own_events
     assert scalars.read_csv(str(tmp_path / "out.csv")) == {("evidential/nu", 0): 5.0, ("evidential/nu", 10): 1.5,
                                                           ("evidential/nu", 20): 2.5}
     assert analyze.read_scalars(str(run_dir))["evidential/nu"] == [(0, 5.0), (10, 1.5), (20, 2.5)]
+
+
+def pipeline_check_output(tmp_path, capsys, monkeypatch, ant_levels: dict, norm_reward_levels: dict) -> str:
+    """The checks' section for hand-made logs: the Ant check to 500k, both HalfCheetah lines to 1 M."""
+    write_config(tmp_path, "PPO", {1001: 1000, 1002: 1100, 1003: 900})
+    write_config(tmp_path, analyze.ANT_CHECK, ant_levels, last_step=500_000)
+    write_config(tmp_path, os.path.join(analyze.HALFCHEETAH_CHECK, "PPO"), {1001: 1000, 1002: 1100, 1003: 900})
+    write_config(tmp_path, os.path.join(analyze.HALFCHEETAH_CHECK, "PPO+norm-reward"), norm_reward_levels)
+    monkeypatch.setattr(analyze, "standing_still_returns", lambda seeds: {1001: 950, 1002: 1000, 1003: 1000})
+    assert analyze.main([str(tmp_path)]) == 0
+    return capsys.readouterr().out.split("#### The pipeline checks")[1]
+
+
+def test_pipeline_checks_pass(tmp_path, capsys, monkeypatch):
+    # evaluations level + 0, 25, 50 at 0, 250k, 500k: 1001 is above 950 from 250k, 1002 above 1000 from 250k (step 0
+    # does not count, 1002's 1,000 there is not above), 1003 never; HalfCheetah: norm-reward higher on every seed
+    out = pipeline_check_output(tmp_path, capsys, monkeypatch, {1001: 940, 1002: 1000, 1003: 500},
+                                {1001: 1100, 1002: 1150, 1003: 1000})
+    assert ("seed 1001: 250,000 (standing still 950), seed 1002: 250,000 (standing still 1,000), seed 1003: never "
+            "(standing still 1,000); 2 of 3 seeds walk within 500,000: **passes**") in out
+    assert "| PPO+norm-reward | 1,133 ± 44 | 1,150, 1,200, 1,050 |" in out  # level + mean(0, 25, 50, 75, 100)
+    p = stats.ttest_rel([1000, 1100, 900], [1100, 1150, 1000], alternative="greater").pvalue
+    assert p > 0.05 and f"= {p:.3f}: **passes**" in out
+
+
+def test_pipeline_checks_fail(tmp_path, capsys, monkeypatch):
+    # one seed walks; HalfCheetah lower by 100, 200, 150: the paired one-sided p is that of t = 150 / (50 / sqrt 3)
+    out = pipeline_check_output(tmp_path, capsys, monkeypatch, {1001: 940, 1002: 900, 1003: 500},
+                                {1001: 900, 1002: 900, 1003: 750})
+    assert "1 of 3 seeds walk within 500,000: **fails**" in out
+    p = stats.ttest_rel([1000, 1100, 900], [900, 900, 750], alternative="greater").pvalue
+    assert p < 0.05 and f"= {p:.3f}: **fails**" in out

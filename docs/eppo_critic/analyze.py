@@ -13,12 +13,15 @@ step that all runs have reached (an unfinished study gives interim tables, marke
    (the paper's) that it loses return against the line above;
 2. AULC per task (the evaluations that measure the task, as docs/paper_length/analyze.py);
 3. the critic's diagnostics (the evidential/ tags, means over each run's updates, then over seeds);
-4. the rule (README): each candidate against the walk's EPPO_ind, paired by seed.
+4. the rule (README): each candidate against the walk's EPPO_ind, paired by seed;
+5. the rule's two pipeline checks for --norm-reward, when ROOT/checks/ holds them (launch.sh): PPO walks on the
+   intact Ant-v5 within 500k steps, and PPO with --norm-reward is not lower on HalfCheetah back-one at 1 M steps.
 """
 
 import argparse
 import csv
 import glob
+import importlib.util
 import os
 import sys
 
@@ -45,6 +48,63 @@ DIAGNOSTICS = ("evidential/nu", "evidential/nu_min", "evidential/alpha", "eviden
                "evidential/zeta", "evidential/error_near_termination", "evidential/error_elsewhere",
                "evidential/critic_grad_norm", "evidential/grad_share_omega", "losses/explained_variance")
 BETTER_MARGIN = 0.10  # the rule: at least 10 % above today's EPPO_ind's mean AULC, and higher on every seed
+ANT_CHECK = os.path.join("checks", "ant-intact-500k", "PPO+norm-reward")
+HALFCHEETAH_CHECK = os.path.join("checks", "halfcheetah-back-one-1M")
+WALK_WITHIN = 500_000  # the Ant check: a seed walks when an evaluation in (0, 500k] is above its standing-still return
+CHECK_P = 0.05  # the HalfCheetah check fails when "norm-reward lower than today's PPO" has a paired p at or below it
+
+
+def standing_still_returns(seeds: list) -> dict:
+    """Per seed: the zero action's mean evaluation return on Ant-v5 (issue 29's measure, docs/ant_walk/analyze.py)."""
+    spec = importlib.util.spec_from_file_location("ant_walk_analyze",
+                                                  os.path.join(REPO, "docs", "ant_walk", "analyze.py"))
+    ant_walk = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ant_walk)
+    return ant_walk.standing_still_returns(seeds)
+
+
+def load_seeds(folder: str) -> dict:
+    """{seed: evaluations} of the seed<k>/ run directories in ``folder`` that have evaluations."""
+    found = {}
+    for path in sorted(glob.glob(os.path.join(folder, "seed*", "evaluations.csv"))):
+        evaluations = summarize.read_evaluations(path)
+        if evaluations:
+            found[int(os.path.basename(os.path.dirname(path))[len("seed"):])] = evaluations
+    return found
+
+
+def pipeline_checks(root: str) -> None:
+    """The rule's two checks for a change to every script's pipeline (README, "The pipeline checks")."""
+    ant = load_seeds(os.path.join(root, ANT_CHECK))
+    cheetah = {name: load_seeds(os.path.join(root, HALFCHEETAH_CHECK, name)) for name in ("PPO", "PPO+norm-reward")}
+    if not ant and not any(cheetah.values()):
+        return
+    print("\n#### The pipeline checks for --norm-reward (README, \"The pipeline checks\")\n")
+    if ant:
+        standing = standing_still_returns(sorted(ant))
+        done = min(evaluations[-1].global_step for evaluations in ant.values())
+        firsts = {seed: next((e.global_step for e in evaluations if 0 < e.global_step <= WALK_WITHIN
+                              and e.return_mean > standing[seed]), None) for seed, evaluations in ant.items()}
+        walking = sum(first is not None for first in firsts.values())
+        verdict = ("passes" if walking >= 2 else "fails" if done >= WALK_WITHIN else "not decided yet")
+        print(f"Ant-v5 intact, PPO --norm-reward, up to step {done:,}: first evaluation above standing still "
+              + ", ".join(f"seed {seed}: {'never' if first is None else f'{first:,}'} (standing still "
+                          f"{standing[seed]:,.0f})" for seed, first in sorted(firsts.items()))
+              + f"; {walking} of {len(firsts)} seeds walk within {WALK_WITHIN:,}: **{verdict}**\n")
+    if all(cheetah.values()):
+        up_to = min(evaluations[-1].global_step for by_seed in cheetah.values() for evaluations in by_seed.values())
+        aulcs = {name: {seed: summarize.aulc(cut(evaluations, up_to)) for seed, evaluations in by_seed.items()}
+                 for name, by_seed in cheetah.items()}
+        p = paired_lower_p(aulcs["PPO+norm-reward"], aulcs["PPO"])
+        final = up_to >= 2 * STEPS_PER_TASK
+        verdict = ("not decided yet" if not final or p == "n/a" else
+                   "passes" if float(p) > CHECK_P else "fails")
+        print(f"HalfCheetah-v5 back-one, AULC up to step {up_to:,}" + ("" if final else " (interim)") + ":\n")
+        print("| configuration | AULC | per seed |\n|---|---|---|")
+        for name, by_seed in aulcs.items():
+            print(f"| {name} | {mean_se_text(by_seed.values())} | "
+                  + ", ".join(f"{by_seed[seed]:,.0f}" for seed in sorted(by_seed)) + " |")
+        print(f"\np (PPO+norm-reward lower than PPO, paired, one-sided) = {p}: **{verdict}**")
 
 
 def read_scalars(run_dir: str) -> dict:
@@ -155,6 +215,8 @@ def report(root: str, plot_path=None, only=None) -> int:
             print(f"| {name} | {'yes' if allowed else 'no (evidence only)'} | {'yes' if every_seed else 'no'} | "
                   f"{gain:+.1%} | {'yes' if better else 'no'} | "
                   f"{'n/a' if reaches is None else ('yes' if reaches else 'no')} |")
+
+    pipeline_checks(root)
 
     if plot_path:
         import matplotlib
