@@ -114,6 +114,8 @@ def test_pipeline_checks_pass(tmp_path, capsys, monkeypatch):
                                 {1001: 1100, 1002: 1150, 1003: 1000})
     assert ("seed 1001: 250,000 (standing still 950), seed 1002: 250,000 (standing still 1,000), seed 1003: never "
             "(standing still 1,000); 2 of 3 seeds walk within 500,000: **passes**") in out
+    # 1001: 965, 990 above 950; 1002: 1,025, 1,050 above 1,000; 1003 never; at 500k: 990, 1,050, 550
+    assert "Evaluations above standing still: 4 of 6; return at step 500,000: 863 ± 158" in out
     assert "| PPO+norm-reward | 1,133 ± 44 | 1,150, 1,200, 1,050 |" in out  # level + mean(0, 25, 50, 75, 100)
     p = stats.ttest_rel([1000, 1100, 900], [1100, 1150, 1000], alternative="greater").pvalue
     assert p > 0.05 and f"= {p:.3f}: **passes**" in out

@@ -91,6 +91,11 @@ def pipeline_checks(root: str) -> None:
               + ", ".join(f"seed {seed}: {'never' if first is None else f'{first:,}'} (standing still "
                           f"{standing[seed]:,.0f})" for seed, first in sorted(firsts.items()))
               + f"; {walking} of {len(firsts)} seeds walk within {WALK_WITHIN:,}: **{verdict}**\n")
+        # beside the rule's measure, what issue 29's tables also show: how often, and the return at the cut
+        later = [(seed, e) for seed, evaluations in ant.items() for e in evaluations if 0 < e.global_step <= done]
+        above = sum(e.return_mean > standing[seed] for seed, e in later)
+        print(f"Evaluations above standing still: {above} of {len(later)}; return at step {done:,}: "
+              + mean_se_text([cut(evaluations, done)[-1].return_mean for evaluations in ant.values()]) + "\n")
     if all(cheetah.values()):
         up_to = min(evaluations[-1].global_step for by_seed in cheetah.values() for evaluations in by_seed.values())
         aulcs = {name: {seed: summarize.aulc(cut(evaluations, up_to)) for seed, evaluations in by_seed.items()}
