@@ -46,6 +46,10 @@ CONFIGS=(
     "checks/ant-intact-500k/PPO+norm-reward|af688c07ad5255201fe5204349079dbd653e9ee3|ppo_continuous.py|--norm-reward|--env-id Ant-v5 --experiment none --steps-per-task 500000 --seed 1001 --num-seeds 3 --torch-threads 1 --env-threads 1"
     "checks/halfcheetah-back-one-1M/PPO|af688c07ad5255201fe5204349079dbd653e9ee3|ppo_continuous.py||--env-id HalfCheetah-v5 --experiment paralysis --strategy back-one --num-tasks 2 --seed 1001 --num-seeds 3 --torch-threads 1 --env-threads 1"
     "checks/halfcheetah-back-one-1M/PPO+norm-reward|af688c07ad5255201fe5204349079dbd653e9ee3|ppo_continuous.py|--norm-reward|--env-id HalfCheetah-v5 --experiment paralysis --strategy back-one --num-tasks 2 --seed 1001 --num-seeds 3 --torch-threads 1 --env-threads 1"
+    # the rule's kappa grid at the reading it chose: norm-reward was "better" at 2.5 M (04:49 UTC: higher on every
+    # seed, +33 %), so with its checks passed it becomes the default and the grid runs at it (0.01: the screen's run)
+    "EPPO_ind+norm-reward_kappa0.05|b7021b78fc558b7a019eba98449c5af3c1759188|eppo_continuous.py|--variant ind --kappa 0.05 --norm-reward"
+    "EPPO_ind+norm-reward_kappa0.1|b7021b78fc558b7a019eba98449c5af3c1759188|eppo_continuous.py|--variant ind --kappa 0.1 --norm-reward"
     # the paper's kappa grid for EPPO_ind (Appendix B: {0.01, 0.05, 0.1}, seeds 1001-1003, AULC) at today's reading:
     # the last hypothesis (kappa chosen on the paper's pipeline); 0.01 is the walk's EPPO_ind. Ahead of the
     # evidence-only lines (moved 2026-11-29 04:07 UTC, before any of them started): it bears on the default
