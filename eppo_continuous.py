@@ -121,10 +121,10 @@ class Args:
     observations (the running statistics are still kept)"""
     normalization_clip: float = 10.0
     """normalized observations and rewards are clipped to +- this value"""
-    norm_reward: bool = False
+    norm_reward: bool = True
     """scale rewards by the running std of the discounted return and clip them (gymnasium's NormalizeReward; the
-    paper never mentions it, ObjectRL has none; on before issue 29); off: the raw rewards (the statistics are still
-    updated)"""
+    paper never mentions it, ObjectRL has none; on before issue 29, off from issue 29, on again from issue 46:
+    docs/eppo_critic); --no-norm-reward: the raw rewards (the statistics are still updated)"""
 
     # EPPO: evidential critic and optimistic advantages (paper Sec. 3, Appendix B)
     variant: Literal["mean", "cor", "ind"] = "ind"
@@ -236,7 +236,7 @@ def method_name(args: Args) -> str:
                "critic_grad_clip": f"clip-{args.critic_grad_clip}", "xi": f"xi{args.xi:g}",
                "hyperprior_reduction": f"hp-{args.hyperprior_reduction}",
                "evidence_init": args.evidence_init, "evidence_transform": args.evidence_transform,
-               # a switch departs by its flag's name: norm-reward (off by default), no-ucb-in-returns (on by default)
+               # a switch departs by its flag's name: no-norm-reward, no-ucb-in-returns (both on by default)
                **{field: ("" if getattr(args, field) else "no-") + field.replace("_", "-")
                   for field in ("norm_reward", "ucb_in_returns")}}
     return "+".join([f"EPPO_{args.variant}", *(name for field, name in changes.items()

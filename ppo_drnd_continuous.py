@@ -115,10 +115,10 @@ class Args:
     observations (the running statistics are still kept)"""
     normalization_clip: float = 10.0
     """normalized observations and rewards are clipped to +- this value"""
-    norm_reward: bool = False
+    norm_reward: bool = True
     """scale rewards by the running std of the discounted return and clip them (gymnasium's NormalizeReward; the
-    paper never mentions it, ObjectRL has none; on before issue 29); off: the raw rewards (the statistics are still
-    updated)"""
+    paper never mentions it, ObjectRL has none; on before issue 29, off from issue 29, on again from issue 46:
+    docs/eppo_critic); --no-norm-reward: the raw rewards (the statistics are still updated)"""
 
     # DRND: bonus ensemble (EPPO paper, Appendix B) and intrinsic-reward settings (original code, online/config.conf)
     num_targets: int = 10

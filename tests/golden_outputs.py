@@ -53,6 +53,13 @@ PREVIOUS_DEFAULT_FLAGS = ("--hidden-dim", "256", "--activation", "relu", "--laye
                           "--policy-head-gain", "0.01", "--log-std-init", "0.0", "--log-std-max", "None",
                           "--learn-log-std", "--norm-obs", "--norm-reward", "--no-joint-optimizer", "--no-anneal-lr",
                           "--include-cfrc-ext-in-observation")
+# The defaults before issue 46 (issue 29's: raw rewards), and the last commit whose defaults they were: the one flag
+# --no-norm-reward gives them back, and with it the work tree's scripts reproduce that commit's tiny runs bit for bit
+# (docs/eppo_critic: reward normalization became the default of every script).
+BEFORE_ISSUE_46_COMMIT = "d3270e2666667835da00fe1e6d0bc168967adca6"
+BEFORE_ISSUE_46_FLAGS = ("--no-norm-reward",)
+# Every earlier set of defaults, (the last commit whose defaults they were, those defaults as flags), oldest first.
+EARLIER_DEFAULTS = ((PREVIOUS_DEFAULTS_COMMIT, PREVIOUS_DEFAULT_FLAGS), (BEFORE_ISSUE_46_COMMIT, BEFORE_ISSUE_46_FLAGS))
 GOLDEN_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "golden")
 CACHE_DIR = os.path.join(REPO_ROOT, ".golden_cache")
 # The --num-seeds 2 runs are tiny_run.two_seed_flags' (with METHOD_EVENT_FLAGS: CB replaces units and ReDo recycles
@@ -297,7 +304,7 @@ if __name__ == "__main__":
     parser.add_argument("--update-keys", nargs="+", default=None,
                         help="re-record only these checkpoint entries; every other output must be unchanged")
     parser.add_argument("--commit", default=REFERENCE_COMMIT,
-                        help="the commit to record (default REFERENCE_COMMIT; PREVIOUS_DEFAULTS_COMMIT's files go to "
+                        help="the commit to record (default REFERENCE_COMMIT; an earlier defaults' commit's files go to "
                              "tests/golden/<commit[:10]>/ once the reference has moved past it)")
     options = parser.parse_args()
     if not reference_available(commit=options.commit):

@@ -127,17 +127,19 @@ def test_outputs_equal_the_golden_outputs_of_one_seed(finished_run):
     assert_matches_golden({"1": golden_outputs.fingerprint(run_dir)}, expected_outputs(script, 1))
 
 
-@pytest.mark.parametrize("script", [s for s in SCRIPTS if s in golden_outputs.golden_scripts(
-    commit=golden_outputs.PREVIOUS_DEFAULTS_COMMIT)])
-def test_the_previous_defaults_are_one_set_of_flags_away(script, tmp_path):
-    """The defaults before issue 29, given as flags (golden_outputs.PREVIOUS_DEFAULT_FLAGS), reproduce the tiny run
-    of PREVIOUS_DEFAULTS_COMMIT's script bit for bit, so an old result can be rerun whatever the defaults are now."""
-    commit = golden_outputs.PREVIOUS_DEFAULTS_COMMIT
+@pytest.mark.parametrize("commit,flags,script", [
+    (commit, flags, script) for commit, flags in golden_outputs.EARLIER_DEFAULTS
+    for script in SCRIPTS if script in golden_outputs.golden_scripts(commit=commit)],
+    ids=lambda value: value[:10] if isinstance(value, str) else "flags")
+def test_the_previous_defaults_are_one_set_of_flags_away(commit, flags, script, tmp_path):
+    """Each earlier set of defaults, given as flags (golden_outputs.EARLIER_DEFAULTS: those before issue 29, and
+    --no-norm-reward for those before issue 46), reproduces the tiny run of the last commit whose defaults they were
+    bit for bit, so an old result can be rerun whatever the defaults are now."""
     try:
         expected = golden_outputs.expected_fingerprints(script, 1, commit=commit)
     except golden_outputs.GoldenUnavailable as reason:
         cannot_run(str(reason))
-    result = run_script(script, tmp_path / "run", *golden_outputs.PREVIOUS_DEFAULT_FLAGS)
+    result = run_script(script, tmp_path / "run", *flags)
     assert result.returncode == 0, result.stderr[-3000:]
     changed = golden_outputs.differences({"1": golden_outputs.fingerprint(tmp_path / "run")}, expected)
     assert not changed, f"the previous defaults' outputs differ from those of {commit[:10]}:\n" + "\n".join(changed)

@@ -623,7 +623,7 @@ def test_prior_mode_init_starts_the_evidence_at_the_hyperpriors_modes(transform)
 
 
 def test_every_script_has_the_same_reward_normalization_switch():
-    """--norm-reward/--no-norm-reward, off by default, in every script: training_reward on a stream of rewards
+    """--norm-reward/--no-norm-reward, on by default (issue 46), in every script: training_reward on a stream of rewards
     with terminations equals gymnasium's NormalizeReward (its own RunningMeanStd as the reference: the discounted
     return restarts on termination, the reward is divided by its running std, then clipped); without the flag the
     reward is returned as it is and the statistics are still updated."""
@@ -643,7 +643,7 @@ def test_every_script_has_the_same_reward_normalization_switch():
     assert len(scripts) >= 7
     for script in scripts:
         module = importlib.import_module(script[: -len(".py")])
-        assert module.Args().norm_reward is False, script
+        assert module.Args().norm_reward is True, script
         for norm_reward in (True, False):
             args = module.Args(norm_reward=norm_reward)
             agent = SimpleNamespace(discounted_return=np.zeros((seeds, envs)),
@@ -672,7 +672,7 @@ def test_tiny_run_of_the_mse_control_and_without_reward_normalization(tmp_path):
     # std 1 (the exploration noise before issue 29): HalfCheetah's discounted return then spreads far beyond 1
     control = ["--variant", "mean", "--kappa", "0", "--critic-loss", "mse", "--log-std-init", "0"]
     tags = {}
-    for name, extra in (("norm", ["--norm-reward"]), ("raw", [])):
+    for name, extra in (("norm", []), ("raw", ["--no-norm-reward"])):
         result = run_script("eppo_continuous.py", tmp_path / name, *control, *extra)
         assert result.returncode == 0, result.stderr[-3000:]
         tags[name] = _scalar_tags(tmp_path / name)
@@ -710,8 +710,8 @@ def test_method_name_marks_every_departure_from_the_defaults():
     assert method_name(dataclasses.replace(Args(), variant="mean", kappa=0.0)) == "EPPO_mean"
     assert method_name(dataclasses.replace(Args(), variant="mean", kappa=0.0, critic_loss="mse")) == "EPPO_mean+mse"
     every = dataclasses.replace(Args(), critic_loss="mse", xi=1.0, hyperprior_reduction="sum", evidence_init="prior-mode",
-                                evidence_transform="exp", norm_reward=True, ucb_in_returns=False)
-    assert method_name(every) == "EPPO_ind+mse+xi1+hp-sum+prior-mode+exp+norm-reward+no-ucb-in-returns"
+                                evidence_transform="exp", norm_reward=False, ucb_in_returns=False)
+    assert method_name(every) == "EPPO_ind+mse+xi1+hp-sum+prior-mode+exp+no-norm-reward+no-ucb-in-returns"
     # Distinct settings get distinct names (one table cell each).
     names = {method_name(dataclasses.replace(Args(), **{field: value})) for field, value in
              (("xi", 0.1), ("xi", 1.0), ("hyperprior_reduction", "once"), ("hyperprior_reduction", "sum"))}
