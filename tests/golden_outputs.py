@@ -43,7 +43,9 @@ from tiny_run import REPO_ROOT, run_script, two_seed_flags  # noqa: E402
 # ae9ef78, where they reproduced the previous reference aa9ecc08 bit for bit; now every script is guarded.
 # d3270e2 (issue 29): the default moves to --log-std-init -1 without observation or reward normalization (nonormstd1,
 # docs/ant_walk); with PREVIOUS_DEFAULT_FLAGS every script still reproduces 363535a bit for bit.
-REFERENCE_COMMIT = "d3270e2666667835da00fe1e6d0bc168967adca6"
+# 823e260 (issue 46): reward normalization is the default again (docs/eppo_critic); with BEFORE_ISSUE_46_FLAGS every
+# script still reproduces d3270e2 bit for bit.
+REFERENCE_COMMIT = "823e260cb382a2e453ddd5717aa0e8961beef018"
 # The defaults before issue 29 (Ant), spelled out as flags, and the last commit whose defaults they were: with these
 # flags the work tree's scripts reproduce that commit's tiny runs bit for bit, wherever the defaults move
 # (tests/test_all_scripts.py::test_the_previous_defaults_are_one_set_of_flags_away; docs/ppo.md). The tiny
