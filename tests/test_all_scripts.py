@@ -130,7 +130,7 @@ def test_outputs_equal_the_golden_outputs_of_one_seed(finished_run):
 @pytest.mark.parametrize("commit,flags,script", [
     (commit, flags, script) for commit, flags in golden_outputs.EARLIER_DEFAULTS
     for script in SCRIPTS if script in golden_outputs.golden_scripts(commit=commit)],
-    ids=lambda value: value[:10] if isinstance(value, str) else "flags")
+    ids=lambda value: "flags" if isinstance(value, tuple) else value if value.endswith(".py") else value[:10])
 def test_the_previous_defaults_are_one_set_of_flags_away(commit, flags, script, tmp_path):
     """Each earlier set of defaults, given as flags (golden_outputs.EARLIER_DEFAULTS: those before issue 29, and
     --no-norm-reward for those before issue 46), reproduces the tiny run of the last commit whose defaults they were

@@ -1,6 +1,7 @@
 """`python -m pytest tests --script X_continuous.py` (tests/conftest.py) runs one script's tests: its own test file
 and the shared tests for it, with the checks over every script that `-k x` would drop."""
 
+import re
 import subprocess
 import sys
 
@@ -23,7 +24,8 @@ def test_script_option_keeps_the_scripts_own_and_shared_tests_and_the_every_scri
     ids = {line for line in result.stdout.splitlines() if "::" in line}
     shared = {i for i in ids if i.startswith(SHARED)}
     assert EVERY_SCRIPT <= shared  # what `-k redo` would drop
-    assert {i for i in shared - EVERY_SCRIPT if not i.endswith("[ppo_redo_continuous.py]")} == set()
+    # each kept shared test is parametrized with the script (its last parameter, as in [commit-flags-script])
+    assert {i for i in shared - EVERY_SCRIPT if not re.search(r"[[-]ppo_redo_continuous\.py\]$", i)} == set()
     assert SHARED + "test_two_seed_run_is_golden_resumes_bit_for_bit_and_each_seed_is_independent[ppo_redo_continuous.py]" in ids
     assert SHARED + "test_nonfinite_gradients_are_skipped_and_counted[ppo_redo_continuous.py]" in ids
     own = {i for i in ids if i.startswith("tests/test_redo.py::")}
