@@ -123,14 +123,13 @@ def read_scalars(run_dir: str) -> dict:
 
 
 def load(root: str) -> dict:
-    """{configuration: {seed: evaluations}} of every configuration folder under ``root`` with evaluations."""
+    """{configuration: {seed: (run_dir, evaluations)}} of every configuration folder under ``root`` with evaluations."""
     runs = {}
-    for path in sorted(glob.glob(os.path.join(root, "*", "seed*", "evaluations.csv"))):
-        run_dir = os.path.dirname(path)
-        evaluations = summarize.read_evaluations(path)
-        if evaluations:
-            seed = int(os.path.basename(run_dir)[len("seed"):])
-            runs.setdefault(os.path.basename(os.path.dirname(run_dir)), {})[seed] = (run_dir, evaluations)
+    for folder in sorted(glob.glob(os.path.join(root, "*"))):
+        by_seed = load_seeds(folder)
+        if by_seed:
+            runs[os.path.basename(folder)] = {seed: (os.path.join(folder, f"seed{seed}"), evaluations)
+                                              for seed, evaluations in by_seed.items()}
     return runs
 
 
