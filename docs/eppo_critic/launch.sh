@@ -23,8 +23,8 @@ OUTPUTS=$HERE/outputs
 STORE=$HERE/resume
 RESUME_STORE=$REPO/docs/paper_length/resume_store.py
 WORKERS=${EPPO_CRITIC_WORKERS:-2}
-PROTOCOL="--env-id Ant-v5 --experiment paralysis --strategy back-one --num-tasks 5 --seed 1001 --num-seeds 3 \
---torch-threads 1 --env-threads 1"
+RUN_FLAGS="--seed 1001 --num-seeds 3 --torch-threads 1 --env-threads 1"  # every line: the seeds, one core
+PROTOCOL="--env-id Ant-v5 --experiment paralysis --strategy back-one --num-tasks 5 $RUN_FLAGS"
 # name | pinned commit | script | the configuration's own flags (everything else: the script's defaults)
 #   [| a protocol replacing PROTOCOL: the rule's pipeline checks, under checks/, run on other tasks]
 CONFIGS=(
@@ -43,9 +43,9 @@ CONFIGS=(
     "PPO+norm-reward|af688c07ad5255201fe5204349079dbd653e9ee3|ppo_continuous.py|--norm-reward"
     # the rule's two pipeline checks for --norm-reward, a change to every script (README, "The pipeline checks"):
     # PPO walks on the intact Ant-v5 within 500k steps; PPO is not lower on HalfCheetah-v5 back-one at 1 M steps
-    "checks/ant-intact-500k/PPO+norm-reward|af688c07ad5255201fe5204349079dbd653e9ee3|ppo_continuous.py|--norm-reward|--env-id Ant-v5 --experiment none --steps-per-task 500000 --seed 1001 --num-seeds 3 --torch-threads 1 --env-threads 1"
-    "checks/halfcheetah-back-one-1M/PPO|af688c07ad5255201fe5204349079dbd653e9ee3|ppo_continuous.py||--env-id HalfCheetah-v5 --experiment paralysis --strategy back-one --num-tasks 2 --seed 1001 --num-seeds 3 --torch-threads 1 --env-threads 1"
-    "checks/halfcheetah-back-one-1M/PPO+norm-reward|af688c07ad5255201fe5204349079dbd653e9ee3|ppo_continuous.py|--norm-reward|--env-id HalfCheetah-v5 --experiment paralysis --strategy back-one --num-tasks 2 --seed 1001 --num-seeds 3 --torch-threads 1 --env-threads 1"
+    "checks/ant-intact-500k/PPO+norm-reward|af688c07ad5255201fe5204349079dbd653e9ee3|ppo_continuous.py|--norm-reward|--env-id Ant-v5 --experiment none --steps-per-task 500000 $RUN_FLAGS"
+    "checks/halfcheetah-back-one-1M/PPO|af688c07ad5255201fe5204349079dbd653e9ee3|ppo_continuous.py||--env-id HalfCheetah-v5 --experiment paralysis --strategy back-one --num-tasks 2 $RUN_FLAGS"
+    "checks/halfcheetah-back-one-1M/PPO+norm-reward|af688c07ad5255201fe5204349079dbd653e9ee3|ppo_continuous.py|--norm-reward|--env-id HalfCheetah-v5 --experiment paralysis --strategy back-one --num-tasks 2 $RUN_FLAGS"
     # the rule's kappa grid at the reading it chose: norm-reward was "better" at 2.5 M (04:49 UTC: higher on every
     # seed, +33 %), so with its checks passed it becomes the default and the grid runs at it (0.01: the screen's run)
     "EPPO_ind+norm-reward_kappa0.05|b7021b78fc558b7a019eba98449c5af3c1759188|eppo_continuous.py|--variant ind --kappa 0.05 --norm-reward"
