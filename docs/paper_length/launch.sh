@@ -12,7 +12,9 @@
 #
 # PAPER_LENGTH_PIN, PAPER_LENGTH_ROOT and PAPER_LENGTH_OUTPUTS run the same study at another commit, in another
 # root, collected elsewhere (docs/paper_length_new_default/launch.sh: issue 30, at the new default);
-# PAPER_LENGTH_WORKERS=1 runs one process at a time (a core left to other work; the next launch resumes with two).
+# PAPER_LENGTH_WORKERS=1 runs one process at a time (a core left to other work; the next launch resumes with two);
+# PAPER_LENGTH_ANCHOR=0 leaves out phase 4 (docs/eppo_critic/paper_length: issue 46, where the anchor's invariant,
+# task 0 = the unchanged Ant, does not depend on what changed).
 # Every session that works on issue 23 starts by running it. The runs live outside the work tree, in $ROOT
 # (default /work/paper_length), and run the code of one pinned commit, cloned into $ROOT/code, so later commits
 # on main never change a run half-way (config.json records the commit). Finished runs (summary.json) are left
@@ -37,6 +39,7 @@ OUTPUTS=${PAPER_LENGTH_OUTPUTS:-$REPO/docs/paper_length/outputs}
 STORE=${PAPER_LENGTH_STORE:-$(dirname "$OUTPUTS")/resume}  # the resume points of --stash, committed
 RESUME_STORE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/resume_store.py
 WORKERS=${PAPER_LENGTH_WORKERS:-2}  # processes at a time in phases 1-3 (one per core)
+ANCHOR=${PAPER_LENGTH_ANCHOR:-1}  # 0: phases 1-3 only
 PHASES=(
     "paralysis/Ant/back-one 1-5 5"
     "paralysis/HalfCheetah/back-one 1-8 8"
@@ -109,6 +112,7 @@ python3 "$RESUME_STORE" restore "$RUNS" "$STORE" "$OUTPUTS" | sed 's/^/[restore]
         rc=$?
         ((rc == 0)) || { echo "[launch $(date '+%F %T')] phase $setting $seeds stopped (exit $rc)"; exit "$rc"; }
     done
+    ((ANCHOR)) || { echo "[launch $(date '+%F %T')] phases 1-3 finished (the anchor left out)"; exit 0; }
     # phase 4: runlist.py knows only the paper's non-stationary settings, so the anchor's two processes are started
     # here, each through run_one.sh as the sweep does (skipped when finished, logs appended, TERM forwarded)
     pids=()

@@ -3,7 +3,8 @@
     python docs/paper_length_new_default/compare.py paralysis/Ant/back-one [--up-to STEP] [--plot F.png]
 
 Reads SETTING under docs/paper_length_new_default/outputs/ (the new default's runs, `launch.sh --collect`) and under
-docs/paper_length/outputs/ (the old default's, committed), {PPO,EPPO_ind}/seed<N>/ in each. Both are cut at the same
+docs/paper_length/outputs/ (the old default's, committed), {PPO,EPPO_ind}/seed<N>/ in each; --new and --old name
+other outputs (issue 46: docs/eppo_critic/paper_length/outputs beside docs/paper_length_new_default/outputs). Both are cut at the same
 step: --up-to, or else the last evaluation step that every new-default run has reached (the header says when runs
 are unfinished, or when the new default has fewer seeds than the old one's 8 reporting seeds: no verdict then).
 Prints, in Markdown:
@@ -162,8 +163,9 @@ def main(argv=None) -> int:
     parser.add_argument("setting", help="e.g. paralysis/Ant/back-one")
     parser.add_argument("--up-to", type=int, help="cut every run at this step (default: the common last step)")
     parser.add_argument("--plot", help="also draw both defaults' seed-mean curves into this image file")
-    parser.add_argument("--new", default=NEW_OUTPUTS, help=argparse.SUPPRESS)  # tests point these at synthetic runs
-    parser.add_argument("--old", default=OLD_OUTPUTS, help=argparse.SUPPRESS)
+    parser.add_argument("--new", default=NEW_OUTPUTS, help="the new default's outputs (docs/eppo_critic/paper_length: "
+                        "issue 46's default, beside issue 29's with --old docs/paper_length_new_default/outputs)")
+    parser.add_argument("--old", default=OLD_OUTPUTS, help="the old default's outputs, paired with --new by seed")
     args = parser.parse_args(argv)
     return report(args.setting, args.new, args.old, args.up_to, args.plot)
 
