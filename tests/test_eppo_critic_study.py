@@ -128,3 +128,20 @@ def test_pipeline_checks_fail(tmp_path, capsys, monkeypatch):
     assert "1 of 3 seeds walk within 500,000: **fails**" in out
     p = stats.ttest_rel([1000, 1100, 900], [900, 900, 750], alternative="greater").pvalue
     assert p < 0.05 and f"= {p:.3f}: **fails**" in out
+
+
+def test_the_kappa_grid_picks_the_highest_mean_aulc_once_every_line_has_finished(tmp_path, capsys, monkeypatch):
+    """The paper's rule (Appendix B): kappa by the highest mean AULC; an unfinished grid picks nothing."""
+    write_config(tmp_path, "EPPO_ind+norm-reward", {1001: 1000, 1002: 1100, 1003: 900})
+    write_config(tmp_path, "EPPO_ind+norm-reward_kappa0.05", {1001: 1300, 1002: 900, 1003: 1000})  # mean 1,066.7
+    assert analyze.main([str(tmp_path)]) == 0
+    assert "Interim: kappa 0.05 leads" in capsys.readouterr().out  # two of the three lines
+    write_config(tmp_path, "EPPO_ind+norm-reward_kappa0.1", {1001: 1050, 1002: 1130, 1003: 960})  # mean 1,046.7
+    monkeypatch.setattr(analyze, "STEPS_PER_TASK", 200_000)  # the hand-made runs' 1 M steps as the 5 tasks
+    assert analyze.main([str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "The grid picks **kappa 0.05**" in out
+    row = next(line for line in out.splitlines() if line.startswith("| 0.1 |"))
+    # each AULC is level + 50 (the mean of step / 1e4 over 0..1 M); the p: kappa 0.1 above 0.01 by 50, 30, 60
+    p = stats.ttest_rel([1050, 1130, 960], [1000, 1100, 900], alternative="greater").pvalue
+    assert "| 1,100, 1,180, 1,010 |" in row and row.endswith(f"| {p:.3f} |")

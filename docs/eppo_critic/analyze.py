@@ -15,7 +15,9 @@ step that all runs have reached (an unfinished study gives interim tables, marke
 3. the critic's diagnostics (the evidential/ tags, means over each run's updates, then over seeds);
 4. the rule (README): each candidate against the walk's EPPO_ind, paired by seed;
 5. the rule's two pipeline checks for --norm-reward, when ROOT/checks/ holds them (launch.sh): PPO walks on the
-   intact Ant-v5 within 500k steps, and PPO with --norm-reward is not lower on HalfCheetah back-one at 1 M steps.
+   intact Ant-v5 within 500k steps, and PPO with --norm-reward is not lower on HalfCheetah back-one at 1 M steps;
+6. the paper's kappa grid at the new default (Appendix B: EPPO_ind, kappa in {0.01, 0.05, 0.1}, by mean AULC),
+   when its lines are there: the kappa it picks once every line has finished.
 """
 
 import argparse
@@ -52,6 +54,9 @@ ANT_CHECK = os.path.join("checks", "ant-intact-500k", "PPO+norm-reward")
 HALFCHEETAH_CHECK = os.path.join("checks", "halfcheetah-back-one-1M")
 WALK_WITHIN = 500_000  # the Ant check: a seed walks when an evaluation in (0, 500k] is above its standing-still return
 CHECK_P = 0.05  # the HalfCheetah check fails when "norm-reward lower than today's PPO" has a paired p at or below it
+# the paper's kappa grid for EPPO_ind (Appendix B) at the reading the rule chose; 0.01 is the screen's line
+KAPPA_GRID = {0.01: "EPPO_ind+norm-reward", 0.05: "EPPO_ind+norm-reward_kappa0.05",
+              0.1: "EPPO_ind+norm-reward_kappa0.1"}
 
 
 def standing_still_returns(seeds: list) -> dict:
@@ -110,6 +115,27 @@ def pipeline_checks(root: str) -> None:
             print(f"| {name} | {mean_se_text(by_seed.values())} | "
                   + ", ".join(f"{by_seed[seed]:,.0f}" for seed in sorted(by_seed)) + " |")
         print(f"\np (PPO+norm-reward lower than PPO, paired, one-sided) = {p}: **{verdict}**")
+
+
+def kappa_grid(aulcs: dict, finished: bool) -> None:
+    """The paper's kappa grid (Appendix B) at the new default: the kappa with the highest mean AULC, once every line
+    has run the whole protocol; beside it, the paired one-sided p that each kappa is above 0.01 (not the rule's)."""
+    lines = {kappa: name for kappa, name in KAPPA_GRID.items() if name in aulcs}
+    if len(lines) < 2:
+        return
+    print("\n#### The paper's kappa grid at the new default (EPPO_ind, --norm-reward; Appendix B: by mean AULC)\n")
+    print("| kappa | configuration | AULC | per seed | p (above kappa 0.01, paired, one-sided) |")
+    print("|---|---|---|---|---|")
+    means = {kappa: np.mean(list(aulcs[name].values())) for kappa, name in lines.items()}
+    for kappa, name in lines.items():
+        p = paired_lower_p(aulcs[KAPPA_GRID[0.01]], aulcs[name]) if kappa != 0.01 and 0.01 in lines else ""
+        per_seed = ", ".join(f"{aulcs[name][s]:,.0f}" for s in sorted(aulcs[name]))
+        print(f"| {kappa:g} | {name} | {mean_se_text(aulcs[name].values())} | {per_seed} | {p} |")
+    best = max(means, key=means.get)
+    if finished and len(lines) == len(KAPPA_GRID):
+        print(f"\nThe grid picks **kappa {best:g}** (the highest mean AULC).")
+    else:
+        print(f"\nInterim: kappa {best:g} leads; the grid picks once its {len(KAPPA_GRID)} lines have finished.")
 
 
 def read_scalars(run_dir: str) -> dict:
@@ -221,6 +247,7 @@ def report(root: str, plot_path=None, only=None) -> int:
                   f"{'n/a' if reaches is None else ('yes' if reaches else 'no')} |")
 
     pipeline_checks(root)
+    kappa_grid(aulcs, finished)
 
     if plot_path:
         import matplotlib
