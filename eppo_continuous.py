@@ -652,10 +652,11 @@ def ppo_loss(agent, mb, args: Args) -> tuple:
 
 
 # EPPO: the evidential/ tags (docs/eppo.md): rollout means of the evidence, its extremes, omega's error near
-# terminations and elsewhere (issue 46), then minibatch means of the critic's gradient
+# terminations and elsewhere, the largest normalized UCB advantage (issue 46), then minibatch means of the critic's
+# gradient
 EVIDENTIAL_TAGS = ("omega", "aleatoric_variance", "epistemic_variance", "advantage_std", "ucb_bonus", "alpha", "nu",
                    "beta", "student_t_scale", "targets_outside_2_scales", "zeta", "nu_min", "value_var_max",
-                   "error_near_termination", "error_elsewhere")
+                   "error_near_termination", "error_elsewhere", "advantage_max_z")
 TERMINATION_WINDOW = 50  # steps before a termination that count as "near" it (evidential/error_near_termination)
 GRADIENT_TAGS = ("critic_grad_norm", "grad_share_omega", "grad_share_nu", "grad_share_alpha", "grad_share_beta")
 
@@ -694,10 +695,12 @@ def near_termination(terminations: torch.Tensor, dones: torch.Tensor, window: in
 
 
 def evidential_diagnostics(values, nu, alpha, beta, advantage_stds, returns, kappa: float,
-                           near: torch.Tensor) -> torch.Tensor:
-    """EPPO: each seed's EVIDENTIAL_TAGS quantities over the rollout, (seeds, 15): the means of the evidence, the
-    smallest nu and largest var[V], and the mean |R - omega| on the steps ``near`` a termination (near_termination)
-    and on the rest (NaN where there are none). Every input (seeds, T, envs)."""
+                           near: torch.Tensor, advantages: torch.Tensor) -> torch.Tensor:
+    """EPPO: each seed's EVIDENTIAL_TAGS quantities over the rollout, (seeds, 16): the means of the evidence, the
+    smallest nu and largest var[V], the mean |R - omega| on the steps ``near`` a termination (near_termination)
+    and on the rest (NaN where there are none), and the largest |A| of the UCB ``advantages`` once normalized as
+    Algorithm 1's line 19 does: near (N - 1) / sqrt(N), its most for N samples, one state's bonus holds the whole
+    batch's spread and the policy step learns from that state alone. Every input (seeds, T, envs)."""
     aleatoric_vars, epistemic_vars = nig_variance_split(nu, alpha, beta)
     scales = student_t_scale(nu, alpha, beta)
     errors = (returns - values).abs()
@@ -707,7 +710,8 @@ def evidential_diagnostics(values, nu, alpha, beta, advantage_stds, returns, kap
     errors, near = errors.flatten(1), near.flatten(1)
     extremes_and_errors = torch.stack([
         nu.flatten(1).amin(-1), nig_value_variance(nu, alpha, beta).flatten(1).amax(-1),
-        (errors * near).sum(-1) / near.sum(-1), (errors * (1.0 - near)).sum(-1) / (1.0 - near).sum(-1)], dim=1)
+        (errors * near).sum(-1) / near.sum(-1), (errors * (1.0 - near)).sum(-1) / (1.0 - near).sum(-1),
+        normalize_advantages(advantages.flatten(1)).abs().amax(-1)], dim=1)
     return torch.cat([means, extremes_and_errors], dim=1)
 
 
@@ -737,7 +741,8 @@ def compute_advantages(run, rollout, args: Args) -> dict:
              "advantages": flat(advantages), "returns": flat(returns), "values": flat(values),
              "evidential": evidential_diagnostics(values, nu, alpha, beta, advantage_stds, returns, args.kappa,  # EPPO
                                                   time_major(near_termination(time_major(rollout.terminations),
-                                                                              time_major(rollout.dones))))}
+                                                                              time_major(rollout.dones))),
+                                                  advantages)}
     if args.norm_adv:  # Algorithm 1, line 19: normalized over each seed's whole batch, once, after the returns
         batch["advantages"] = normalize_advantages(batch["advantages"])
     return batch

@@ -430,7 +430,7 @@ EVIDENTIAL_TAGS = ["evidential/" + name for name in ("omega", "aleatoric_varianc
                                                       "advantage_std", "ucb_bonus", "alpha", "nu", "beta")]
 EVIDENTIAL_TAGS += ["evidential/" + name for name in (
     "student_t_scale", "targets_outside_2_scales", "zeta", "critic_grad_norm", "grad_share_omega", "grad_share_nu",
-    "grad_share_alpha", "grad_share_beta", "nu_min", "value_var_max", "error_elsewhere")]
+    "grad_share_alpha", "grad_share_beta", "nu_min", "value_var_max", "error_elsewhere", "advantage_max_z")]
 EVIDENTIAL_TAGS += ["losses/nll", "losses/hyperprior", "losses/value_loss", "plasticity/critic_max_abs_grad"]
 
 
@@ -756,15 +756,32 @@ def test_evidential_diagnostics_extremes_and_termination_errors():
     alpha = torch.full_like(nu, 2.0)
     beta = torch.tensor([[1.0, 1.0, 1.0, 1.0], [1.0, 2.0, 1.0, 1.0]])[..., None]
     near = torch.tensor([[1.0, 1.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0]])[..., None]
-    diagnostics = evidential_diagnostics(values, nu, alpha, beta, torch.zeros_like(nu), returns, 0.0, near)
-    assert diagnostics.shape == (2, 15)
-    nu_min, value_var_max, near_error, elsewhere_error = diagnostics[:, 11:].unbind(-1)
+    diagnostics = evidential_diagnostics(values, nu, alpha, beta, torch.zeros_like(nu), returns, 0.0, near, values)
+    assert diagnostics.shape == (2, 16)
+    nu_min, value_var_max, near_error, elsewhere_error = diagnostics[:, 11:15].unbind(-1)
     np.testing.assert_array_equal(nu_min.numpy(), [0.5, 0.25])
     # var[V] = beta / (alpha - 1) (1 + 1/nu): seed 0's largest at nu = 0.5 (3.0), seed 1's at nu = 0.25 (5.0)
     np.testing.assert_allclose(value_var_max.numpy(), [3.0, 5.0])
     np.testing.assert_allclose(near_error[0].item(), (1.0 + 2.0) / 2)
     np.testing.assert_allclose(elsewhere_error.numpy(), [(0.5 + 0.0) / 2, (1.0 + 1.0 + 2.0 + 0.5) / 4])
     assert math.isnan(near_error[1].item())
+
+
+def test_advantage_max_z_is_the_largest_normalized_advantage_and_one_outlier_reaches_its_bound():
+    """evidential/advantage_max_z: max |A - mean| / std (numpy's std with ddof 1, Algorithm 1's line 19 by hand) over
+    each seed's batch; one state's bonus alone (A = x there, 0 elsewhere) gives the most N samples allow,
+    (N - 1) / sqrt(N), for any x: the normalized batch is then that state's alone."""
+    generator = torch.Generator().manual_seed(0)
+    spread = torch.randn(1, 64, 2, generator=generator, dtype=torch.float64)
+    outlier = torch.zeros(1, 64, 2, dtype=torch.float64)
+    outlier[0, 17, 1] = 1e6
+    advantages = torch.cat([spread, outlier])
+    ones = torch.ones_like(advantages)
+    diagnostics = evidential_diagnostics(ones, ones, 2 * ones, ones, ones, ones, 0.1, ones, advantages)
+    flat = spread.flatten().numpy()
+    np.testing.assert_allclose(diagnostics[0, 15].item(), np.max(np.abs(flat - flat.mean())) / flat.std(ddof=1),
+                               rtol=1e-6)
+    np.testing.assert_allclose(diagnostics[1, 15].item(), 127 / math.sqrt(128), rtol=1e-9)
 
 
 # ---- Issue 46: the readings of the critic, as flags (each defaulting to today's behaviour) ----
