@@ -94,6 +94,11 @@ def test_scalars_carried_from_an_earlier_machine_merge_under_the_runs_own_events
     assert scalars.read_csv(str(tmp_path / "out.csv")) == {("evidential/nu", 0): 5.0, ("evidential/nu", 10): 1.5,
                                                           ("evidential/nu", 20): 2.5}
     assert analyze.read_scalars(str(run_dir))["evidential/nu"] == [(0, 5.0), (10, 1.5), (20, 2.5)]
+    # --tags: these tags alone, from the events and from the carried scalars alike
+    scalars.write({("evidential/nu", 0): 5.0, ("evidential/alpha", 0): 3.0}, str(run_dir / scalars.CARRIED))
+    assert scalars.main([str(run_dir), str(tmp_path / "some.csv"), "--tags", "evidential/alpha,charts/SPS"]) == 0
+    assert scalars.read_csv(str(tmp_path / "some.csv")) == {("evidential/alpha", 0): 3.0, ("charts/SPS", 10): 100.0}
+    assert scalars.main([str(run_dir), str(tmp_path / "some.csv"), "--tags"]) == 2
 
 
 def pipeline_check_output(tmp_path, capsys, monkeypatch, ant_levels: dict, norm_reward_levels: dict) -> str:

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Issue 46, item 4: docs/paper_length's study again (its launcher, phases 1-3 and flags, nothing added) at the
-# default this issue settled (reward normalization on, 823e260: tests/golden's REFERENCE_COMMIT), in its own root.
+# default this issue settled (reward normalization on, 823e260: tests/golden's REFERENCE_COMMIT; pinned at 1fd797b,
+# whose outputs are 823e260's bit for bit and whose EPPO also logs evidential/advantage_max_z), in its own root.
 # PPO runs again too, since the change reaches every script's pipeline; the stationary anchor (phase 4) is left
 # out: its invariant (task 0 = the unchanged Ant-v5) does not depend on the reward's scaling.
 #
@@ -9,9 +10,33 @@
 #   bash docs/eppo_critic/paper_length/launch.sh --stop     # SIGTERM: every run writes a checkpoint and exits 75
 #   bash docs/eppo_critic/paper_length/launch.sh --collect  # the small outputs into docs/eppo_critic/paper_length/outputs/
 #   bash docs/eppo_critic/paper_length/launch.sh --stash    # after --stop: the resume points into .../paper_length/resume/
+# Beside docs/paper_length's outputs, each EPPO_ind run's scalars of TAGS (kilobytes: ../scalars.py --tags) go with
+# --collect into outputs/ and with --stash into resume/, and a launch puts the stashed ones back as the run's
+# scalars.prev.csv.gz (the event files stay on the machine that wrote them).
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-export PAPER_LENGTH_PIN=823e260cb382a2e453ddd5717aa0e8961beef018  # issue 46's default: reward normalization on
+export PAPER_LENGTH_PIN=1fd797bf2cbe66aa593899999acba88a4104a250  # 823e260's default + evidential/advantage_max_z
 export PAPER_LENGTH_ROOT=${EPPO_CRITIC_PAPER_LENGTH_ROOT:-/work/eppo_critic_paper_length}
 export PAPER_LENGTH_OUTPUTS=$HERE/outputs
 export PAPER_LENGTH_ANCHOR=0
-exec bash "$HERE/../../paper_length/launch.sh" "$@"
+TAGS=evidential/advantage_max_z,evidential/value_var_max,evidential/nu_min
+RUNS=$PAPER_LENGTH_ROOT/runs
+STORE=$HERE/resume
+bash "$HERE/../../paper_length/launch.sh" "$@" || exit
+# the EPPO_ind run directories (relative) under $1 that hold the file $2
+eppo_runs() { [[ -d $1 ]] && (cd "$1" && find . -path '*/EPPO_ind/seed*' -name "$2" -printf '%h\n' | sort); }
+case ${1:-} in
+    --collect)
+        for run in $(eppo_runs "$RUNS" config.json); do
+            python3 "$HERE/../scalars.py" "$RUNS/$run" "$PAPER_LENGTH_OUTPUTS/$run/scalars.csv.gz" --tags "$TAGS" || exit 1
+        done ;;
+    --stash)
+        for run in $(eppo_runs "$STORE" checkpoint.pt); do
+            python3 "$HERE/../scalars.py" "$RUNS/$run" "$STORE/$run/scalars.csv.gz" --tags "$TAGS" || exit 1
+        done ;;
+    "")
+        for run in $(eppo_runs "$STORE" scalars.csv.gz); do
+            [[ -d $RUNS/$run && ! -f $RUNS/$run/scalars.prev.csv.gz ]] && cp "$STORE/$run/scalars.csv.gz" \
+                "$RUNS/$run/scalars.prev.csv.gz"
+        done ;;
+esac
+exit 0
