@@ -1,6 +1,7 @@
 """docs/eppo_critic/analyze.py (issue 46): the walk's and the screen's tables from hand-made evaluation logs."""
 
 import csv
+import json
 import importlib.util
 import os
 
@@ -150,3 +151,29 @@ def test_the_kappa_grid_picks_the_highest_mean_aulc_once_every_line_has_finished
     # each AULC is level + 50 (the mean of step / 1e4 over 0..1 M); the p: kappa 0.1 above 0.01 by 50, 30, 60
     p = stats.ttest_rel([1050, 1130, 960], [1000, 1100, 900], alternative="greater").pvalue
     assert "| 1,100, 1,180, 1,010 |" in row and row.endswith(f"| {p:.3f} |")
+
+
+def test_swamping_counts_the_updates_where_one_state_holds_half_the_normalized_spread(tmp_path, capsys):
+    """docs/eppo_critic/paper_length/swamping.py: z^2 / (N - 1) >= 0.5 marks an update; per task, mean ± se over
+    seeds of the median z, that share, and the median largest var[V] (N = 100 here: z >= 7.04 is swamped)."""
+    spec = importlib.util.spec_from_file_location(
+        "swamping", os.path.join(REPO_ROOT, "docs", "eppo_critic", "paper_length", "swamping.py"))
+    swamping = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(swamping)
+    setting = tmp_path / "paralysis" / "Ant" / "back-one" / "EPPO_ind"
+    zs = {1: ([4.0, 8.0, 9.0, 3.0], [3.0, 3.0, 3.0, 9.9]), 2: ([4.0, 4.0, 4.0, 4.0], [7.0, 7.1, 3.0, 5.0])}
+    for seed, (task0, task1) in zs.items():
+        run_dir = setting / f"seed{seed}"
+        run_dir.mkdir(parents=True)
+        (run_dir / "config.json").write_text(json.dumps(
+            {"args": {"num_steps": 50, "num_envs": 2, "steps_per_task": 400}}))
+        logged = {("evidential/advantage_max_z", 100 * (i + 1)): z for i, z in enumerate(task0 + task1)}
+        logged.update({("evidential/value_var_max", 100 * (i + 1)): 10.0 * seed for i in range(8)})
+        analyze.scalars.write(logged, str(run_dir / "scalars.csv.gz"))
+    assert swamping.main(["paralysis/Ant/back-one", "--outputs", str(tmp_path)]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| 0 ") or line.startswith("| 1 ")]
+    # task 0: medians 6.0 and 4.0, swamped 2/4 and 0/4; task 1: medians 3.0 and 6.0, swamped 1/4 each (seed 2: 7.1
+    # only, as 7.0^2 / 99 < 0.5 <= 7.1^2 / 99); var[V] 10 and 20
+    assert rows[0] == "| 0 | 2 | 5.0 ± 1.0 | 25.0% ± 25.0% | 15 ± 5 |"
+    assert rows[1] == "| 1 | 2 | 4.5 ± 1.5 | 25.0% ± 0.0% | 15 ± 5 |"
+    assert swamping.main(["paralysis/HalfCheetah/back-one", "--outputs", str(tmp_path)]) == 2
