@@ -699,8 +699,8 @@ def evidential_diagnostics(values, nu, alpha, beta, advantage_stds, returns, kap
     """EPPO: each seed's EVIDENTIAL_TAGS quantities over the rollout, (seeds, 16): the means of the evidence, the
     smallest nu and largest var[V], the mean |R - omega| on the steps ``near`` a termination (near_termination)
     and on the rest (NaN where there are none), and the largest |A| of the UCB ``advantages`` once normalized as
-    Algorithm 1's line 19 does: near (N - 1) / sqrt(N), its most for N samples, one state's bonus holds the whole
-    batch's spread and the policy step learns from that state alone. Every input (seeds, T, envs)."""
+    Algorithm 1's line 19 does (near its most for N samples, (N - 1) / sqrt(N), one state's bonus holds the whole
+    batch's spread and the policy step learns from that state alone). Every input (seeds, T, envs)."""
     aleatoric_vars, epistemic_vars = nig_variance_split(nu, alpha, beta)
     scales = student_t_scale(nu, alpha, beta)
     errors = (returns - values).abs()
