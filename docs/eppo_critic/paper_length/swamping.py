@@ -28,7 +28,8 @@ SWAMPED = 0.5  # one state holds at least half of the normalized batch's sum of 
 
 
 def per_seed(run_dir: str) -> dict:
-    """{task: (median z, share of updates swamped, median largest var[V])} of one seed's updates."""
+    """{task: (median z, share of updates swamped, median largest var[V])} of one seed's updates, and its last
+    logged step under "last_step"."""
     with open(os.path.join(run_dir, "config.json")) as f:
         args = json.load(f)["args"]
     samples, steps_per_task = args["num_steps"] * args["num_envs"], args["steps_per_task"]
@@ -37,7 +38,7 @@ def per_seed(run_dir: str) -> dict:
     for (tag, step), value in sorted(logged.items()):
         if tag in ("evidential/advantage_max_z", "evidential/value_var_max"):
             by_task.setdefault((step - 1) // steps_per_task, {}).setdefault(tag, []).append(value)
-    found = {}
+    found = {"last_step": max((step for tag, step in logged), default=0)}
     for task, tags in sorted(by_task.items()):
         z = np.array(tags.get("evidential/advantage_max_z", []))
         if len(z):
@@ -54,9 +55,10 @@ def report(setting: str, outputs: str) -> int:
               "(bash docs/eppo_critic/paper_length/launch.sh --collect)", file=sys.stderr)
         return 2
     seeds = {os.path.basename(run): per_seed(run) for run in runs}
+    last = min(found.pop("last_step") for found in seeds.values())
     tasks = sorted({task for found in seeds.values() for task in found})
     print(f"### {setting}, EPPO_ind: one state's share of the normalized advantages ({len(seeds)} seeds: "
-          f"{', '.join(s[len('seed'):] for s in seeds)})\n")
+          f"{', '.join(s[len('seed'):] for s in seeds)}; every seed's updates up to step {last:,} at least)\n")
     print(f"| task | seeds | median largest z | updates where one state holds ≥ {SWAMPED:.0%} of the spread | "
           "median largest var[V] |")
     print("|---|---|---|---|---|")
