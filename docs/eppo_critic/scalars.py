@@ -31,6 +31,9 @@ def read_csv(path: str) -> dict:
 def collect(run_dir: str, tags=None) -> dict:
     """{(tag, step): value}: the run's TensorBoard scalars under KEPT_PREFIXES (or the ``tags`` alone), over those
     carried in CARRIED."""
+    def kept(tag: str) -> bool:
+        return tag in tags if tags else tag.startswith(KEPT_PREFIXES)
+
     found = read_csv(os.path.join(run_dir, CARRIED)) if os.path.exists(os.path.join(run_dir, CARRIED)) else {}
     if glob.glob(os.path.join(run_dir, "events.out.tfevents.*")):
         from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
@@ -38,9 +41,9 @@ def collect(run_dir: str, tags=None) -> dict:
         accumulator = EventAccumulator(run_dir, size_guidance={"scalars": 0})
         accumulator.Reload()
         for tag in accumulator.Tags()["scalars"]:
-            if tag in tags if tags else tag.startswith(KEPT_PREFIXES):
+            if kept(tag):
                 found.update({(tag, event.step): event.value for event in accumulator.Scalars(tag)})
-    return {key: value for key, value in found.items() if key[0] in tags} if tags else found
+    return {key: value for key, value in found.items() if kept(key[0])}
 
 
 def write(scalars: dict, out: str) -> None:

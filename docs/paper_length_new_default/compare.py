@@ -1,12 +1,14 @@
 """Issue 30: the paper-length tables at the new default, beside the old default's and the paper's.
 
     python docs/paper_length_new_default/compare.py paralysis/Ant/back-one [--up-to STEP] [--plot F.png]
+        [--new OUTPUTS --old OUTPUTS]
 
 Reads SETTING under docs/paper_length_new_default/outputs/ (the new default's runs, `launch.sh --collect`) and under
 docs/paper_length/outputs/ (the old default's, committed), {PPO,EPPO_ind}/seed<N>/ in each; --new and --old name
-other outputs (issue 46: docs/eppo_critic/paper_length/outputs beside docs/paper_length_new_default/outputs). Both are cut at the same
-step: --up-to, or else the last evaluation step that every new-default run has reached (the header says when runs
-are unfinished, or when the new default has fewer seeds than the old one's 8 reporting seeds: no verdict then).
+other outputs (issue 46: docs/eppo_critic/paper_length/outputs beside docs/paper_length_new_default/outputs). Both
+are cut at the same step: --up-to, or else the last evaluation step that every new-default run has reached (the
+header says when runs are unfinished, or when the new default has fewer seeds than the old one's 8 reporting seeds:
+no verdict then).
 Prints, in Markdown:
 1. per method and default: AULC and Final Return (scripts/summarize.py's definitions), mean ± se over seeds, IQM with
    its 95% bootstrap interval, every seed; the paper's one-sided paired t-test of "EPPO_ind > PPO" within each
