@@ -6,6 +6,7 @@ import importlib.util
 import os
 
 import numpy as np
+import pytest
 from scipy import stats
 
 from tiny_run import REPO_ROOT
@@ -110,6 +111,9 @@ def pipeline_check_output(tmp_path, capsys, monkeypatch, ant_levels: dict, norm_
     write_config(tmp_path, os.path.join(analyze.HALFCHEETAH_CHECK, "PPO+norm-reward"), norm_reward_levels)
     monkeypatch.setattr(analyze, "standing_still_returns", lambda seeds: {1001: 950, 1002: 1000, 1003: 1000})
     assert analyze.main([str(tmp_path)]) == 0
+    assert "pipeline checks" not in capsys.readouterr().out  # they bear on a --norm-reward line, and none is here
+    write_config(tmp_path, "PPO+norm-reward", {1001: 1050, 1002: 1150, 1003: 950})
+    assert analyze.main([str(tmp_path)]) == 0
     return capsys.readouterr().out.split("#### The pipeline checks")[1]
 
 
@@ -177,3 +181,16 @@ def test_swamping_counts_the_updates_where_one_state_holds_half_the_normalized_s
     assert rows[0] == "| 0 | 2 | 5.0 ± 1.0 | 25.0% ± 25.0% | 15 ± 5 |"
     assert rows[1] == "| 1 | 2 | 4.5 ± 1.5 | 25.0% ± 0.0% | 15 ± 5 |"
     assert swamping.main(["paralysis/HalfCheetah/back-one", "--outputs", str(tmp_path)]) == 2
+
+
+@pytest.mark.parametrize("tables, only", [
+    ("walk_tables.md", "PPO,EPPO_mse_mean,EPPO_mean,EPPO_ind"),
+    ("screen_tables.md", "PPO,EPPO_mean,EPPO_ind,EPPO_ind+hp-algorithm1,EPPO_ind+norm-reward,PPO+norm-reward"),
+    ("kappa_tables.md", "EPPO_ind,EPPO_ind+norm-reward,EPPO_ind+norm-reward_kappa0.05,EPPO_ind+norm-reward_kappa0.1,"
+                        "PPO,PPO+norm-reward"),
+    ("evidence_tables.md", "PPO,EPPO_mse_mean,EPPO_mean,EPPO_ind,EPPO_ind+clip-none,EPPO_ind+nll-mse-omega")])
+def test_the_committed_tables_are_what_the_readme_commands_print_from_the_committed_outputs(tables, only, capsys):
+    """The study's tables are recomputable: analyze.py --only (the README's commands) on docs/eppo_critic/outputs."""
+    assert analyze.main([os.path.join(REPO_ROOT, "docs", "eppo_critic", "outputs"), "--only", only]) == 0
+    with open(os.path.join(REPO_ROOT, "docs", "eppo_critic", tables)) as f:
+        assert capsys.readouterr().out == f.read()
