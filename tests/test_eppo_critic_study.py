@@ -103,6 +103,70 @@ def test_scalars_carried_from_an_earlier_machine_merge_under_the_runs_own_events
     assert scalars.main([str(run_dir), str(tmp_path / "some.csv"), "--tags"]) == 2
 
 
+def write_events(run_dir, points: dict) -> None:
+    """TensorBoard events in ``run_dir``: {tag: [(step, value), ...]}."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    writer = SummaryWriter(str(run_dir))
+    for tag, values in points.items():
+        for step, value in values:
+            writer.add_scalar(tag, value, step)
+    writer.close()
+
+
+def test_scalars_store_modes_carry_a_runs_scalars_from_one_machine_to_the_next(tmp_path, capsys):
+    """scalars.py --stash / --restore / --collect: a run's scalars stashed beside its resume point on one machine, put
+    back on a fresh one, and collected there with the new machine's events, lose no point; --runs and --tags select."""
+    scalars = analyze.scalars
+    eppo, ppo, check = "paralysis/Ant/EPPO_ind/seed1", "paralysis/Ant/PPO/seed1", "checks/a/b/EPPO_ind/seed2"
+    machine_a, store = tmp_path / "a", tmp_path / "store"
+    for run in (eppo, ppo, check):
+        (machine_a / run).mkdir(parents=True)
+        (machine_a / run / "config.json").write_text("{}")
+        (store / run).mkdir(parents=True)
+        (store / run / "checkpoint.pt").write_text("")  # what --stash looks for (resume_store.py wrote it)
+        write_events(machine_a / run, {"evidential/nu_min": [(10, 1.0), (20, 2.0)], "charts/SPS": [(10, 9.0)]})
+    # machine A: only the EPPO_ind runs, only the tag asked for (the nested check run too: any depth)
+    assert scalars.main(["--stash", str(machine_a), str(store), "--tags", "evidential/nu_min",
+                         "--runs", "*/EPPO_ind/seed*"]) == 0
+    assert "scalars of 2 resume points stashed" in capsys.readouterr().out
+    assert not (store / ppo / "scalars.csv.gz").exists()
+    stashed = {("evidential/nu_min", 10): 1.0, ("evidential/nu_min", 20): 2.0}
+    assert scalars.read_csv(str(store / eppo / "scalars.csv.gz")) == stashed
+    assert scalars.read_csv(str(store / check / "scalars.csv.gz")) == stashed
+    # machine B, fresh: the launch restored the EPPO run's resume point alone (no events); an older carried CSV of a
+    # machine before A is replaced, since the store's holds all it held
+    machine_b = tmp_path / "b"
+    (machine_b / eppo).mkdir(parents=True)
+    scalars.write({("evidential/nu_min", 10): 1.0}, str(machine_b / eppo / scalars.CARRIED))
+    assert scalars.main(["--restore", str(machine_b), str(store)]) == 0
+    assert "scalars of 1 runs restored" in capsys.readouterr().out  # the check run has no directory on B
+    assert scalars.read_csv(str(machine_b / eppo / scalars.CARRIED)) == stashed
+    # the run resumes at step 20 on B: its own events win where both have a step
+    write_events(machine_b / eppo, {"evidential/nu_min": [(20, 2.0), (30, 3.0)]})
+    (machine_b / eppo / "config.json").write_text("{}")
+    assert scalars.main(["--collect", str(machine_b), str(tmp_path / "outputs"), "--tags", "evidential/nu_min"]) == 0
+    assert scalars.read_csv(str(tmp_path / "outputs" / eppo / "scalars.csv.gz")) == {**stashed,
+                                                                                    ("evidential/nu_min", 30): 3.0}
+    # without --tags: the kept prefixes (evidential/, ...), not charts/SPS
+    assert scalars.main(["--collect", str(machine_a), str(tmp_path / "all"), "--runs", ppo]) == 0
+    assert scalars.read_csv(str(tmp_path / "all" / ppo / "scalars.csv.gz")) == stashed
+    assert not (tmp_path / "all" / eppo).exists()
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--restore", "runs", "store", "--tags", "evidential/nu_min"], "--tags does not go with --restore"),
+    (["--restore", "runs", "store", "--runs", "*"], "--runs does not go with --restore"),
+    (["run", "out.csv.gz", "--runs", "*"], "--runs goes with --collect or --stash"),
+    (["run", "out.csv.gz", "--tags", ","], "--tags needs at least one tag"),
+    (["--stash", "--restore", "runs", "store"], "not allowed with argument"),
+    (["--stash", "runs"], "the following arguments are required"),
+])
+def test_scalars_bad_arguments_exit_2_and_say_why(argv, message, capsys):
+    assert analyze.scalars.main(argv) == 2
+    assert message in capsys.readouterr().err
+
+
 def pipeline_check_output(tmp_path, capsys, monkeypatch, ant_levels: dict, norm_reward_levels: dict) -> str:
     """The checks' section for hand-made logs: the Ant check to 500k, both HalfCheetah lines to 1 M."""
     write_config(tmp_path, "PPO", {1001: 1000, 1002: 1100, 1003: 900})

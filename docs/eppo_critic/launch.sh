@@ -88,9 +88,9 @@ case ${1:-} in
             for name in config.json evaluations.csv plasticity.csv summary.json; do
                 [[ -f $RUNS/$run/$name ]] && cp "$RUNS/$run/$name" "$OUTPUTS/$run/$name"
             done
-            # the TensorBoard scalars the analysis reads (the event files are megabytes; these are kilobytes)
-            python3 "$HERE/scalars.py" "$RUNS/$run" "$OUTPUTS/$run/scalars.csv.gz" || exit 1
         done
+        # the TensorBoard scalars the analysis reads (the event files are megabytes; these are kilobytes)
+        python3 "$HERE/scalars.py" --collect "$RUNS" "$OUTPUTS" || exit 1
         echo "copied into $OUTPUTS"; exit 0 ;;
     --stash)
         if pgrep -f "$RUNNING" >/dev/null; then
@@ -98,10 +98,7 @@ case ${1:-} in
         fi
         python3 "$RESUME_STORE" stash "$RUNS" "$STORE" || exit
         # the TensorBoard scalars up to the resume point go with it (scalars.py: the event files stay behind)
-        for stored in "$STORE"/*/seed*; do
-            [[ -f $stored/checkpoint.pt ]] && { python3 "$HERE/scalars.py" "$RUNS/${stored#"$STORE"/}" \
-                "$stored/scalars.csv.gz" || exit 1; }
-        done
+        python3 "$HERE/scalars.py" --stash "$RUNS" "$STORE" || exit 1
         echo "stashed into $STORE (commit it)"; exit 0 ;;
     --stop)
         # the queue first, so that it starts nothing in the slots the stopped runs free
@@ -115,11 +112,7 @@ mkdir -p "$RUNS" "$ROOT/code"
 echo "[launch $(date '+%F %T')] runs in $RUNS" >>"$ROOT/launch.log"
 python3 "$RESUME_STORE" restore "$RUNS" "$STORE" "$OUTPUTS" | sed 's/^/[restore] /' | tee -a "$ROOT/launch.log"
 # a resume point restored on a fresh machine brings the scalars of the earlier machines (scalars.py's CARRIED)
-for stored in "$STORE"/*/seed*; do
-    run_dir=$RUNS/${stored#"$STORE"/}
-    [[ -f $stored/scalars.csv.gz && ! -f $run_dir/scalars.prev.csv.gz ]] && ! compgen -G "$run_dir/events.out.tfevents.*" \
-        >/dev/null && cp "$stored/scalars.csv.gz" "$run_dir/scalars.prev.csv.gz"
-done
+python3 "$HERE/scalars.py" --restore "$RUNS" "$STORE" | sed 's/^/[restore] /' | tee -a "$ROOT/launch.log"
 lines=()
 for config in "${CONFIGS[@]}"; do
     IFS='|' read -r name pin script flags protocol <<<"$config"

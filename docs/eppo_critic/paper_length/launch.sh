@@ -12,31 +12,19 @@
 #   bash docs/eppo_critic/paper_length/launch.sh --stash    # after --stop: the resume points into .../paper_length/resume/
 # Beside docs/paper_length's outputs, each EPPO_ind run's scalars of TAGS (kilobytes: ../scalars.py --tags) go with
 # --collect into outputs/ and with --stash into resume/, and a launch puts the stashed ones back as the run's
-# scalars.prev.csv.gz (the event files stay on the machine that wrote them).
+# scalars.prev.csv.gz (the event files stay on the machine that wrote them): ../scalars.py's store modes.
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 export PAPER_LENGTH_PIN=1fd797bf2cbe66aa593899999acba88a4104a250  # 823e260's default + evidential/advantage_max_z
 export PAPER_LENGTH_ROOT=${EPPO_CRITIC_PAPER_LENGTH_ROOT:-/work/eppo_critic_paper_length}
 export PAPER_LENGTH_OUTPUTS=$HERE/outputs
 export PAPER_LENGTH_ANCHOR=0
 TAGS=evidential/advantage_max_z,evidential/value_var_max,evidential/nu_min
+EPPO_RUNS="*/EPPO_ind/seed*"  # the runs whose scalars go along
 RUNS=$PAPER_LENGTH_ROOT/runs
 STORE=$HERE/resume
 bash "$HERE/../../paper_length/launch.sh" "$@" || exit
-# the EPPO_ind run directories (relative) under $1 that hold the file $2
-eppo_runs() { [[ -d $1 ]] && (cd "$1" && find . -path '*/EPPO_ind/seed*' -name "$2" -printf '%h\n' | sort); }
 case ${1:-} in
-    --collect)
-        for run in $(eppo_runs "$RUNS" config.json); do
-            python3 "$HERE/../scalars.py" "$RUNS/$run" "$PAPER_LENGTH_OUTPUTS/$run/scalars.csv.gz" --tags "$TAGS" || exit 1
-        done ;;
-    --stash)
-        for run in $(eppo_runs "$STORE" checkpoint.pt); do
-            python3 "$HERE/../scalars.py" "$RUNS/$run" "$STORE/$run/scalars.csv.gz" --tags "$TAGS" || exit 1
-        done ;;
-    "")
-        for run in $(eppo_runs "$STORE" scalars.csv.gz); do
-            [[ -d $RUNS/$run && ! -f $RUNS/$run/scalars.prev.csv.gz ]] && cp "$STORE/$run/scalars.csv.gz" \
-                "$RUNS/$run/scalars.prev.csv.gz"
-        done ;;
+    --collect) python3 "$HERE/../scalars.py" --collect "$RUNS" "$PAPER_LENGTH_OUTPUTS" --tags "$TAGS" --runs "$EPPO_RUNS" ;;
+    --stash) python3 "$HERE/../scalars.py" --stash "$RUNS" "$STORE" --tags "$TAGS" --runs "$EPPO_RUNS" ;;
+    "") python3 "$HERE/../scalars.py" --restore "$RUNS" "$STORE" ;;
 esac
-exit 0
