@@ -15,6 +15,15 @@ spec = importlib.util.spec_from_file_location("eppo_critic_analyze",
                                               os.path.join(REPO_ROOT, "docs", "eppo_critic", "analyze.py"))
 analyze = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(analyze)
+spec = importlib.util.spec_from_file_location(
+    "swamping", os.path.join(REPO_ROOT, "docs", "eppo_critic", "paper_length", "swamping.py"))
+swamping = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(swamping)
+spec = importlib.util.spec_from_file_location(
+    "paper_length_compare", os.path.join(REPO_ROOT, "docs", "paper_length_new_default", "compare.py"))
+compare = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(compare)
+PAPER_LENGTH = os.path.join(REPO_ROOT, "docs", "eppo_critic", "paper_length")  # item 4
 
 STEPS = [0, 250_000, 500_000, 750_000, 1_000_000]  # tasks 0, 0, 0, 1, 1
 
@@ -224,10 +233,6 @@ def test_the_kappa_grid_picks_the_highest_mean_aulc_once_every_line_has_finished
 def test_swamping_counts_the_updates_where_one_state_holds_half_the_normalized_spread(tmp_path, capsys):
     """docs/eppo_critic/paper_length/swamping.py: z^2 / (N - 1) >= 0.5 marks an update; per task, mean ± se over
     seeds of the median z, that share, and the median largest var[V] (N = 100 here: z >= 7.04 is swamped)."""
-    spec = importlib.util.spec_from_file_location(
-        "swamping", os.path.join(REPO_ROOT, "docs", "eppo_critic", "paper_length", "swamping.py"))
-    swamping = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(swamping)
     setting = tmp_path / "paralysis" / "Ant" / "back-one" / "EPPO_ind"
     zs = {1: ([4.0, 8.0, 9.0, 3.0], [3.0, 3.0, 3.0, 9.9]), 2: ([4.0, 4.0, 4.0, 4.0], [7.0, 7.1, 3.0, 5.0])}
     for seed, (task0, task1) in zs.items():
@@ -257,4 +262,18 @@ def test_the_committed_tables_are_what_the_readme_commands_print_from_the_commit
     """The study's tables are recomputable: analyze.py --only (the README's commands) on docs/eppo_critic/outputs."""
     assert analyze.main([os.path.join(REPO_ROOT, "docs", "eppo_critic", "outputs"), "--only", only]) == 0
     with open(os.path.join(REPO_ROOT, "docs", "eppo_critic", tables)) as f:
+        assert capsys.readouterr().out == f.read()
+
+
+@pytest.mark.parametrize("setting, name", [("paralysis/Ant/back-one", "ant")])
+def test_the_committed_paper_length_tables_are_what_its_readme_commands_print(setting, name, tmp_path, capsys):
+    """Item 4's tables (compare.py, new = this study's outputs, old = issue 29's) and its swamping table are
+    recomputable: the README's commands on the committed outputs print them exactly."""
+    assert compare.main([setting, "--new", os.path.join(PAPER_LENGTH, "outputs"), "--old",
+                         os.path.join(REPO_ROOT, "docs", "paper_length_new_default", "outputs"),
+                         "--plot", str(tmp_path / f"{name}.png")]) == 0
+    with open(os.path.join(PAPER_LENGTH, f"{name}_tables.md")) as f:
+        assert capsys.readouterr().out == f.read()
+    assert swamping.main([setting]) == 0
+    with open(os.path.join(PAPER_LENGTH, f"{name}_swamping.md")) as f:
         assert capsys.readouterr().out == f.read()
