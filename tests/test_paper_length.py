@@ -323,3 +323,52 @@ def test_a_stashed_run_resumes_bit_for_bit_on_a_fresh_machine(tmp_path, capsys):
     assert len(resume_store.restore(str(third_runs), str(store), str(second_runs))) == 2
     assert (third_runs / setting / "seed2" / "summary.json").read_bytes() == \
         (second_runs / setting / "seed2" / "summary.json").read_bytes()
+
+
+def test_the_launcher_reports_collects_and_stashes_a_study_root(tmp_path):
+    """docs/paper_length/launch.sh's modes on a hand-made root (nothing trains): --status prints each run's steps,
+    --collect copies the small outputs, --stash the unfinished run's resume point (a finished run's is dropped); a
+    bad flag and a pin that is not a commit exit with an error, starting nothing."""
+    import subprocess
+
+    import torch
+
+    root, outputs, store = tmp_path / "root", tmp_path / "outputs", tmp_path / "store"
+    setting = root / "runs" / "paralysis" / "Ant" / "back-one"
+    for method, finished in (("PPO", True), ("EPPO_ind", False)):
+        run_dir = setting / method / "seed1"
+        write_run(str(run_dir), method=method, finished=finished, drop_steps=() if finished else (150, 200))
+        config = json.loads((run_dir / "config.json").read_text())
+        config["args"] |= {"run_dir": str(setting / method / "seed{seed}"), "num_seeds": 1}
+        (run_dir / "config.json").write_text(json.dumps(config))
+        torch.save({"global_step": 100}, run_dir / "checkpoint.pt")
+    (store / "paralysis" / "Ant" / "back-one" / "PPO" / "seed1").mkdir(parents=True)  # from before it finished
+    (store / "paralysis" / "Ant" / "back-one" / "PPO" / "seed1" / "config.json").write_text("{}")
+    env = {**os.environ, "PAPER_LENGTH_ROOT": str(root), "PAPER_LENGTH_OUTPUTS": str(outputs),
+           "PAPER_LENGTH_STORE": str(store)}
+
+    def launch(*flags, **extra):
+        return subprocess.run(["bash", os.path.join(REPO_ROOT, "docs", "paper_length", "launch.sh"), *flags],
+                              env={**env, **extra}, capture_output=True, text=True, timeout=120)
+
+    status = launch("--status")
+    assert status.returncode == 0, status.stderr
+    assert [line.split() for line in status.stdout.splitlines()[1:]] == [
+        ["paralysis/Ant/back-one/EPPO_ind/seed1", "100", "200", "unfinished"],
+        ["paralysis/Ant/back-one/PPO/seed1", "200", "200", "finished"]]
+    assert launch("--collect").returncode == 0
+    for method, names in (("PPO", ["config.json", "evaluations.csv", "plasticity.csv", "summary.json"]),
+                          ("EPPO_ind", ["config.json", "evaluations.csv", "plasticity.csv"])):
+        collected = outputs / "paralysis" / "Ant" / "back-one" / method / "seed1"
+        assert sorted(os.listdir(collected)) == names
+        assert (collected / "evaluations.csv").read_bytes() == \
+            (setting / method / "seed1" / "evaluations.csv").read_bytes()
+    stash = launch("--stash")
+    assert stash.returncode == 0, stash.stderr
+    assert "EPPO_ind/seed1: checkpoint at 100 stashed" in stash.stdout
+    assert "PPO/seed1: finished, its resume point dropped from the store" in stash.stdout
+    assert resume_store.run_directories(str(store)) == ["paralysis/Ant/back-one/EPPO_ind/seed1"]
+    bad = launch("--satus")
+    assert bad.returncode == 2 and "usage:" in bad.stderr
+    pin = launch(PAPER_LENGTH_PIN="0" * 40)
+    assert pin.returncode == 1 and "could not clone" in pin.stderr and not (root / "launch.log").exists()
