@@ -66,7 +66,8 @@ running() { pgrep -af "$RUNNING" | grep -qF "run_one.sh $1"; }
 
 status() {
     python3 - "$RUNS" <<'PY'
-import csv, glob, json, os, sys
+import csv, glob, json, os, signal, sys
+signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `--status | head` ends quietly
 root = sys.argv[1]
 print(f"{'run':<34} {'steps':>9} {'of':>9}  state")
 for config in sorted(glob.glob(os.path.join(root, "**", "config.json"), recursive=True)):

@@ -51,7 +51,8 @@ RUNNING="^bash $ROOT/code/scripts/(sweep|run_one)\\.sh"  # a phase's sweep, or t
 
 status() {
     python3 - "$RUNS" <<'PY'
-import csv, glob, json, os, sys
+import csv, glob, json, os, signal, sys
+signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `--status | head` ends quietly
 root = sys.argv[1]
 print(f"{'run':<58} {'steps':>9} {'of':>9}  state")
 for config in sorted(glob.glob(os.path.join(root, "**", "config.json"), recursive=True)):
