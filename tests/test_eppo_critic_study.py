@@ -87,31 +87,6 @@ def test_an_empty_root_exits_2(tmp_path, capsys):
     assert "no <configuration>/seed<k>/evaluations.csv" in capsys.readouterr().err
 
 
-def test_scalars_carried_from_an_earlier_machine_merge_under_the_runs_own_events(tmp_path):
-    """scalars.py: the run's own TensorBoard points win where both have a step; the carried ones fill the steps the
-    events lack (those of the earlier machines); only the kept tags are written."""
-    from torch.utils.tensorboard import SummaryWriter
-
-    scalars = analyze.scalars
-    run_dir = tmp_path / "seed1001"
-    run_dir.mkdir()
-    scalars.write({("evidential/nu", 0): 5.0, ("evidential/nu", 10): 6.0}, str(run_dir / scalars.CARRIED))
-    writer = SummaryWriter(str(run_dir))
-    for step, value in ((10, 1.5), (20, 2.5)):
-        writer.add_scalar("evidential/nu", value, step)
-    writer.add_scalar("charts/SPS", 100.0, 10)  # not a kept tag
-    writer.close()
-    assert scalars.main([str(run_dir), str(tmp_path / "out.csv")]) == 0
-    assert scalars.read_csv(str(tmp_path / "out.csv")) == {("evidential/nu", 0): 5.0, ("evidential/nu", 10): 1.5,
-                                                          ("evidential/nu", 20): 2.5}
-    assert analyze.read_scalars(str(run_dir))["evidential/nu"] == [(0, 5.0), (10, 1.5), (20, 2.5)]
-    # --tags: these tags alone, from the events and from the carried scalars alike
-    scalars.write({("evidential/nu", 0): 5.0, ("evidential/alpha", 0): 3.0}, str(run_dir / scalars.CARRIED))
-    assert scalars.main([str(run_dir), str(tmp_path / "some.csv"), "--tags", "evidential/alpha,charts/SPS"]) == 0
-    assert scalars.read_csv(str(tmp_path / "some.csv")) == {("evidential/alpha", 0): 3.0, ("charts/SPS", 10): 100.0}
-    assert scalars.main([str(run_dir), str(tmp_path / "some.csv"), "--tags"]) == 2
-
-
 def write_events(run_dir, points: dict) -> None:
     """TensorBoard events in ``run_dir``: {tag: [(step, value), ...]}."""
     from torch.utils.tensorboard import SummaryWriter
@@ -121,6 +96,25 @@ def write_events(run_dir, points: dict) -> None:
         for step, value in values:
             writer.add_scalar(tag, value, step)
     writer.close()
+
+
+def test_scalars_carried_from_an_earlier_machine_merge_under_the_runs_own_events(tmp_path):
+    """scalars.py: the run's own TensorBoard points win where both have a step; the carried ones fill the steps the
+    events lack (those of the earlier machines); only the kept tags are written."""
+    scalars = analyze.scalars
+    run_dir = tmp_path / "seed1001"
+    run_dir.mkdir()
+    scalars.write({("evidential/nu", 0): 5.0, ("evidential/nu", 10): 6.0}, str(run_dir / scalars.CARRIED))
+    write_events(run_dir, {"evidential/nu": [(10, 1.5), (20, 2.5)], "charts/SPS": [(10, 100.0)]})  # SPS: not kept
+    assert scalars.main([str(run_dir), str(tmp_path / "out.csv")]) == 0
+    assert scalars.read_csv(str(tmp_path / "out.csv")) == {("evidential/nu", 0): 5.0, ("evidential/nu", 10): 1.5,
+                                                          ("evidential/nu", 20): 2.5}
+    assert analyze.read_scalars(str(run_dir))["evidential/nu"] == [(0, 5.0), (10, 1.5), (20, 2.5)]
+    # --tags: these tags alone, from the events and from the carried scalars alike
+    scalars.write({("evidential/nu", 0): 5.0, ("evidential/alpha", 0): 3.0}, str(run_dir / scalars.CARRIED))
+    assert scalars.main([str(run_dir), str(tmp_path / "some.csv"), "--tags", "evidential/alpha,charts/SPS"]) == 0
+    assert scalars.read_csv(str(tmp_path / "some.csv")) == {("evidential/alpha", 0): 3.0, ("charts/SPS", 10): 100.0}
+    assert scalars.main([str(run_dir), str(tmp_path / "some.csv"), "--tags"]) == 2
 
 
 def test_scalars_store_modes_carry_a_runs_scalars_from_one_machine_to_the_next(tmp_path, capsys):
