@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from fake_algorithm import write_run
 from tiny_run import REPO_ROOT
 
 spec = importlib.util.spec_from_file_location("eppo_critic_analyze",
@@ -155,6 +156,48 @@ def test_scalars_store_modes_carry_a_runs_scalars_from_one_machine_to_the_next(t
     assert scalars.main(["--collect", str(machine_a), str(tmp_path / "all"), "--runs", ppo]) == 0
     assert scalars.read_csv(str(tmp_path / "all" / ppo / "scalars.csv.gz")) == stashed
     assert not (tmp_path / "all" / eppo).exists()
+
+
+def test_the_item_4_launcher_carries_the_eppo_runs_scalars_with_the_paper_length_launchers_outputs(tmp_path):
+    """docs/eppo_critic/paper_length/launch.sh on a hand-made root (nothing trains): --collect and --stash do what
+    docs/paper_length/launch.sh does, plus the EPPO_ind runs' scalars of its three tags (PPO's none); a bad flag
+    exits 2 with the usage before any scalars are touched."""
+    import subprocess
+
+    import torch
+
+    root, outputs, store = tmp_path / "root", tmp_path / "outputs", tmp_path / "store"
+    setting = root / "runs" / "paralysis" / "Ant" / "back-one"
+    tags = ("evidential/advantage_max_z", "evidential/value_var_max", "evidential/nu_min")
+    for method in ("PPO", "EPPO_ind"):
+        run_dir = setting / method / "seed1"
+        write_run(str(run_dir), method=method, finished=False, drop_steps=(150, 200))
+        config = json.loads((run_dir / "config.json").read_text())
+        config["args"] |= {"run_dir": str(setting / method / "seed{seed}"), "num_seeds": 1}
+        (run_dir / "config.json").write_text(json.dumps(config))
+        torch.save({"global_step": 100}, run_dir / "checkpoint.pt")
+        write_events(run_dir, {**{tag: [(50, 1.0), (100, 2.0)] for tag in tags}, "evidential/nu": [(50, 3.0)]})
+    env = {**os.environ, "EPPO_CRITIC_PAPER_LENGTH_ROOT": str(root), "EPPO_CRITIC_PAPER_LENGTH_OUTPUTS": str(outputs),
+           "EPPO_CRITIC_PAPER_LENGTH_STORE": str(store)}
+
+    def launch(*flags):
+        return subprocess.run(["bash", os.path.join(PAPER_LENGTH, "launch.sh"), *flags], env=env,
+                              capture_output=True, text=True, timeout=120)
+
+    kept = {(tag, step): value for tag in tags for step, value in ((50, 1.0), (100, 2.0))}
+    for mode, directory in (("--collect", outputs), ("--stash", store)):
+        result = launch(mode)
+        assert result.returncode == 0, result.stderr
+        eppo, ppo = (directory / "paralysis" / "Ant" / "back-one" / method / "seed1" for method in ("EPPO_ind", "PPO"))
+        assert analyze.scalars.read_csv(str(eppo / "scalars.csv.gz")) == kept, mode
+        assert not (ppo / "scalars.csv.gz").exists(), mode
+        if mode == "--collect":
+            assert sorted(os.listdir(ppo)) == ["config.json", "evaluations.csv", "plasticity.csv"]
+        else:  # the resume point, as resume_store.py stashes it
+            assert "EPPO_ind/seed1: checkpoint at 100 stashed" in result.stdout
+            assert (ppo / "checkpoint.pt").exists() and (eppo / "checkpoint.pt").exists()
+    bad = launch("--satus")
+    assert bad.returncode == 2 and "usage:" in bad.stderr and "scalars" not in bad.stdout
 
 
 @pytest.mark.parametrize("argv, message", [

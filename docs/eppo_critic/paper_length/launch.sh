@@ -16,12 +16,13 @@
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 export PAPER_LENGTH_PIN=1fd797bf2cbe66aa593899999acba88a4104a250  # 823e260's default + evidential/advantage_max_z
 export PAPER_LENGTH_ROOT=${EPPO_CRITIC_PAPER_LENGTH_ROOT:-/work/eppo_critic_paper_length}
-export PAPER_LENGTH_OUTPUTS=$HERE/outputs
+export PAPER_LENGTH_OUTPUTS=${EPPO_CRITIC_PAPER_LENGTH_OUTPUTS:-$HERE/outputs}  # both moved by the test alone
+export PAPER_LENGTH_STORE=${EPPO_CRITIC_PAPER_LENGTH_STORE:-$HERE/resume}
 export PAPER_LENGTH_ANCHOR=0
 TAGS=evidential/advantage_max_z,evidential/value_var_max,evidential/nu_min
 EPPO_RUNS="*/EPPO_ind/seed*"  # the runs whose scalars go along
 RUNS=$PAPER_LENGTH_ROOT/runs
-STORE=$HERE/resume
+STORE=$PAPER_LENGTH_STORE
 bash "$HERE/../../paper_length/launch.sh" "$@" || exit
 case ${1:-} in
     --collect) python3 "$HERE/../scalars.py" --collect "$RUNS" "$PAPER_LENGTH_OUTPUTS" --tags "$TAGS" --runs "$EPPO_RUNS" ;;
