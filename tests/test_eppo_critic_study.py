@@ -287,6 +287,15 @@ def test_swamping_counts_the_updates_where_one_state_holds_half_the_normalized_s
     assert rows[0] == "| 0 | 2 | 5.0 ± 1.0 | 25.0% ± 25.0% | 15 ± 5 |"
     assert rows[1] == "| 1 | 2 | 4.5 ± 1.5 | 25.0% ± 0.0% | 15 ± 5 |"
     assert swamping.main(["paralysis/HalfCheetah/back-one", "--outputs", str(tmp_path)]) == 2
+    # --seeds: those seeds alone (seed 2's medians 4.0 and 6.0); a seed with no scalars is named, a bad range refused
+    assert swamping.main(["paralysis/Ant/back-one", "--outputs", str(tmp_path), "--seeds", "2"]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| 0 ") or line.startswith("| 1 ")]
+    assert rows == ["| 0 | 1 | 4.0 ± nan | 0.0% ± nan% | 20 ± nan |", "| 1 | 1 | 6.0 ± nan | 25.0% ± nan% | 20 ± nan |"]
+    assert swamping.main(["paralysis/Ant/back-one", "--outputs", str(tmp_path), "--seeds", "3"]) == 2
+    assert "for seeds 3" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as bad:
+        swamping.main(["paralysis/Ant/back-one", "--seeds", "x"])
+    assert bad.value.code == 2 and "argument --seeds: invalid --seeds 'x'" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("tables, only", [
@@ -302,15 +311,16 @@ def test_the_committed_tables_are_what_the_readme_commands_print_from_the_commit
         assert capsys.readouterr().out == f.read()
 
 
-@pytest.mark.parametrize("setting, name", [("paralysis/Ant/back-one", "ant")])
-def test_the_committed_paper_length_tables_are_what_its_readme_commands_print(setting, name, tmp_path, capsys):
+@pytest.mark.parametrize("setting, name, seeds", [("paralysis/Ant/back-one", "ant", ["--seeds", "1-5"])])
+def test_the_committed_paper_length_tables_are_what_its_readme_commands_print(setting, name, seeds, tmp_path, capsys):
     """Item 4's tables (compare.py, new = this study's outputs, old = issue 29's) and its swamping table are
-    recomputable: the README's commands on the committed outputs print them exactly."""
+    recomputable: the README's commands on the committed outputs print them exactly (--seeds: the finished seeds
+    while others run)."""
     assert compare.main([setting, "--new", os.path.join(PAPER_LENGTH, "outputs"), "--old",
                          os.path.join(REPO_ROOT, "docs", "paper_length_new_default", "outputs"),
-                         "--plot", str(tmp_path / f"{name}.png")]) == 0
+                         "--plot", str(tmp_path / f"{name}.png"), *seeds]) == 0
     with open(os.path.join(PAPER_LENGTH, f"{name}_tables.md")) as f:
         assert capsys.readouterr().out == f.read()
-    assert swamping.main([setting]) == 0
+    assert swamping.main([setting, *seeds]) == 0
     with open(os.path.join(PAPER_LENGTH, f"{name}_swamping.md")) as f:
         assert capsys.readouterr().out == f.read()

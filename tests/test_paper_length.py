@@ -231,9 +231,23 @@ def test_the_new_default_beside_the_old(tmp_path, capsys):
     # seed 3 not yet collected at the new default: its runs are complete, but 2 of 3 seeds are no verdict
     for method in ("PPO", "EPPO_ind"):
         shutil.rmtree(tmp_path / "new" / "paralysis" / "Ant" / "back-one" / method / "seed3")
-    assert compare.main(["paralysis/Ant/back-one", "--new", str(tmp_path / "new"), "--old", str(tmp_path / "old")]) == 0
-    assert ("cut at step 300 of 300 per seed (every collected run complete, but only 2 of the 3 seeds; no verdict)"
-            in capsys.readouterr().out)
+    argv = ["paralysis/Ant/back-one", "--new", str(tmp_path / "new"), "--old", str(tmp_path / "old")]
+    assert compare.main(argv) == 0
+    two_seeds = capsys.readouterr().out
+    assert "cut at step 300 of 300 per seed (every collected run complete, but only 2 of the 3 seeds; no verdict)" \
+        in two_seeds
+    # seed 3 launched again, at step 100: every run is cut there, unless --seeds reads the two finished ones alone
+    for method in ("PPO", "EPPO_ind"):
+        write_run(str(tmp_path / "new" / "paralysis" / "Ant" / "back-one" / method / "seed3"), method=method,
+                  env_id="Ant-v5", seed=3, steps_per_task=100, num_tasks=3, eval_frequency=50, finished=False,
+                  drop_steps=range(150, 301, 50), returns=lambda step, task: 990.0)
+    assert compare.main(argv) == 0
+    assert "cut at step 100 of 300 per seed (UNFINISHED: 1 of 3 tasks ended; no verdict)" in capsys.readouterr().out
+    assert compare.main(argv + ["--seeds", "1-2"]) == 0
+    assert capsys.readouterr().out == two_seeds
+    with pytest.raises(SystemExit) as bad:
+        compare.main(argv + ["--seeds", "2-1"])
+    assert bad.value.code == 2 and "argument --seeds: seed range '2-1' is empty" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("setting, tables", [("paralysis/Ant/back-one", "ant_tables.md"),

@@ -258,7 +258,7 @@ def main(argv=None) -> int:
     try:
         seeds = None if args.seeds is None else runlist.parse_seeds(args.seeds)
     except runlist.RunListError as error:
-        parser.error(str(error))
+        parser.error(f"argument --seeds: {error}")
     return report(args.setting_dir, args.up_to, args.plot, seeds)
 
 

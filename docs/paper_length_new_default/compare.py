@@ -1,14 +1,15 @@
 """Issue 30: the paper-length tables at the new default, beside the old default's and the paper's.
 
     python docs/paper_length_new_default/compare.py paralysis/Ant/back-one [--up-to STEP] [--plot F.png]
-        [--new OUTPUTS --old OUTPUTS]
+        [--new OUTPUTS --old OUTPUTS] [--seeds 1-5]
 
 Reads SETTING under docs/paper_length_new_default/outputs/ (the new default's runs, `launch.sh --collect`) and under
 docs/paper_length/outputs/ (the old default's, committed), {PPO,EPPO_ind}/seed<N>/ in each; --new and --old name
 other outputs (issue 46: docs/eppo_critic/paper_length/outputs beside docs/paper_length_new_default/outputs). Both
 are cut at the same step: --up-to, or else the last evaluation step that every new-default run has reached (the
 header says when runs are unfinished, or when the new default has fewer seeds than the old one's 8 reporting seeds:
-no verdict then).
+no verdict then). --seeds reads only those seeds of the new default (the finished ones while others still run; the
+old default's stay all, paired by seed where both have one).
 Prints, in Markdown:
 1. per method and default: AULC and Final Return (scripts/summarize.py's definitions), mean ± se over seeds, IQM with
    its 95% bootstrap interval, every seed; the paper's one-sided paired t-test of "EPPO_ind > PPO" within each
@@ -123,9 +124,9 @@ def plot(loaded: dict, setting, up_to: int, steps_per_task: int, path: str) -> N
 
 
 def report(setting_name: str, new_root: str = NEW_OUTPUTS, old_root: str = OLD_OUTPUTS, up_to=None,
-           plot_path=None) -> int:
+           plot_path=None, seeds=None) -> int:
     setting = runlist.Setting(*setting_name.strip("/").split("/"))
-    loaded = {"new": analyze.load(os.path.join(new_root, setting_name)),
+    loaded = {"new": analyze.load(os.path.join(new_root, setting_name), seeds),
               "old": analyze.load(os.path.join(old_root, setting_name))}
     reached = min(run[1][-1].global_step for default in DEFAULTS for by_seed in loaded[default].values()
                   for run in by_seed.values())
@@ -157,7 +158,7 @@ def report(setting_name: str, new_root: str = NEW_OUTPUTS, old_root: str = OLD_O
     if plot_path:
         plot(loaded, setting, up_to, steps_per_task, plot_path)
     print("\n### The new default alone (docs/paper_length/analyze.py)\n")
-    return analyze.report(os.path.join(new_root, setting_name), up_to)
+    return analyze.report(os.path.join(new_root, setting_name), up_to, seeds=seeds)
 
 
 def main(argv=None) -> int:
@@ -168,8 +169,14 @@ def main(argv=None) -> int:
     parser.add_argument("--new", default=NEW_OUTPUTS, help="the new default's outputs (docs/eppo_critic/paper_length: "
                         "issue 46's default, beside issue 29's with --old docs/paper_length_new_default/outputs)")
     parser.add_argument("--old", default=OLD_OUTPUTS, help="the old default's outputs, paired with --new by seed")
+    parser.add_argument("--seeds", help="only these seeds of the new default, e.g. 1-5 (the finished ones while others "
+                        "still run)")
     args = parser.parse_args(argv)
-    return report(args.setting, args.new, args.old, args.up_to, args.plot)
+    try:
+        seeds = None if args.seeds is None else runlist.parse_seeds(args.seeds)
+    except runlist.RunListError as error:
+        parser.error(f"argument --seeds: {error}")
+    return report(args.setting, args.new, args.old, args.up_to, args.plot, seeds)
 
 
 if __name__ == "__main__":

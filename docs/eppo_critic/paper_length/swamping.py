@@ -1,10 +1,11 @@
 """Issue 46, item 4: how often one state's UCB bonus holds a whole rollout's advantage spread, per task.
 
-    python docs/eppo_critic/paper_length/swamping.py paralysis/Ant/back-one [--outputs DIR]
+    python docs/eppo_critic/paper_length/swamping.py paralysis/Ant/back-one [--outputs DIR] [--seeds 1-5]
 
 Reads each EPPO_ind seed's scalars.csv.gz under DIR/SETTING/EPPO_ind/ (launch.sh --collect; DIR defaults to this
-study's outputs/). Per update, evidential/advantage_max_z is the largest |A| of the rollout's UCB advantages once
-normalized (Algorithm 1, line 19) over its N = num_steps x num_envs samples; the normalized batch's squares sum to
+study's outputs/; --seeds: only those seeds, e.g. the finished ones while others still run). Per update,
+evidential/advantage_max_z is the largest |A| of the rollout's UCB advantages once normalized (Algorithm 1, line 19)
+over its N = num_steps x num_envs samples; the normalized batch's squares sum to
 N - 1, so z^2 / (N - 1) is the share of the batch's spread held by that one state. Where it is at least SWAMPED, the
 policy step learns mostly from one state (the bonus of collapsed evidence there). Prints, per task, mean ± se over
 seeds: the median z, the share of updates where one state holds at least half the spread, and the median of the
@@ -23,6 +24,9 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 import scalars  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(HERE))))
+from scripts import runlist  # noqa: E402
 
 SWAMPED = 0.5  # one state holds at least half of the normalized batch's sum of squares
 
@@ -47,11 +51,14 @@ def per_seed(run_dir: str) -> dict:
     return found
 
 
-def report(setting: str, outputs: str) -> int:
+def report(setting: str, outputs: str, seeds=None) -> int:
     runs = sorted(os.path.dirname(path) for path in glob.glob(os.path.join(outputs, setting, "EPPO_ind", "seed*",
                                                                            "scalars.csv.gz")))
+    if seeds is not None:
+        runs = [run for run in runs if os.path.basename(run) in {f"seed{seed}" for seed in seeds}]
     if not runs:
-        print(f"error: no EPPO_ind/seed<k>/scalars.csv.gz under {os.path.join(outputs, setting)} "
+        print(f"error: no EPPO_ind/seed<k>/scalars.csv.gz under {os.path.join(outputs, setting)}"
+              + ("" if seeds is None else f" for seeds {','.join(map(str, seeds))}") + " "
               "(bash docs/eppo_critic/paper_length/launch.sh --collect)", file=sys.stderr)
         return 2
     seeds = {os.path.basename(run): per_seed(run) for run in runs}
@@ -77,8 +84,13 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("setting", help="e.g. paralysis/Ant/back-one")
     parser.add_argument("--outputs", default=os.path.join(HERE, "outputs"), help="the collected outputs")
+    parser.add_argument("--seeds", help="only these seeds, e.g. 1-5 (the finished ones while others still run)")
     args = parser.parse_args(argv)
-    return report(args.setting.strip("/"), args.outputs)
+    try:
+        seeds = None if args.seeds is None else runlist.parse_seeds(args.seeds)
+    except runlist.RunListError as error:
+        parser.error(f"argument --seeds: {error}")
+    return report(args.setting.strip("/"), args.outputs, seeds)
 
 
 if __name__ == "__main__":
