@@ -311,7 +311,8 @@ def test_the_committed_tables_are_what_the_readme_commands_print_from_the_commit
         assert capsys.readouterr().out == f.read()
 
 
-@pytest.mark.parametrize("setting, name, seeds", [("paralysis/Ant/back-one", "ant", ["--seeds", "1-5"])])
+@pytest.mark.parametrize("setting, name, seeds", [("paralysis/Ant/back-one", "ant", ["--seeds", "1-5"]),
+                                                  ("paralysis/HalfCheetah/back-one", "halfcheetah", [])])
 def test_the_committed_paper_length_tables_are_what_its_readme_commands_print(setting, name, seeds, tmp_path, capsys):
     """Item 4's tables (compare.py, new = this study's outputs, old = issue 29's) and its swamping table are
     recomputable: the README's commands on the committed outputs print them exactly (--seeds: the finished seeds
