@@ -5,9 +5,9 @@
 Reads each EPPO_ind seed's scalars.csv.gz under DIR/SETTING/EPPO_ind/ (launch.sh --collect; DIR defaults to this
 study's outputs/; --seeds: only those seeds, e.g. the finished ones while others still run). Per update,
 evidential/advantage_max_z is the largest |A| of the rollout's UCB advantages once normalized (Algorithm 1, line 19)
-over its N = num_steps x num_envs samples; the normalized batch's squares sum to
-N - 1, so z^2 / (N - 1) is the share of the batch's spread held by that one state. Where it is at least SWAMPED, the
-policy step learns mostly from one state (the bonus of collapsed evidence there). Prints, per task, mean ± se over
+over its N = num_steps x num_envs samples; the normalized batch's squares sum to N - 1, so z^2 / (N - 1) is the share
+of the batch's spread held by that one state. Where it is at least SWAMPED, the policy step learns mostly from one
+state (the bonus of collapsed evidence there). Prints, per task, mean ± se over
 seeds: the median z, the share of updates where one state holds at least half the spread, and the median of the
 rollout's largest var[V] (evidential/value_var_max). The measure and SWAMPED were fixed on 2026-11-29 at 07:20 UTC,
 before any run of item 4 had logged advantage_max_z.
@@ -51,14 +51,14 @@ def per_seed(run_dir: str) -> dict:
     return found
 
 
-def report(setting: str, outputs: str, seeds=None) -> int:
+def report(setting: str, outputs: str, only_seeds=None) -> int:
     runs = sorted(os.path.dirname(path) for path in glob.glob(os.path.join(outputs, setting, "EPPO_ind", "seed*",
                                                                            "scalars.csv.gz")))
-    if seeds is not None:
-        runs = [run for run in runs if os.path.basename(run) in {f"seed{seed}" for seed in seeds}]
+    if only_seeds is not None:
+        runs = [run for run in runs if os.path.basename(run) in {f"seed{seed}" for seed in only_seeds}]
     if not runs:
         print(f"error: no EPPO_ind/seed<k>/scalars.csv.gz under {os.path.join(outputs, setting)}"
-              + ("" if seeds is None else f" for seeds {','.join(map(str, seeds))}") + " "
+              + ("" if only_seeds is None else f" for seeds {','.join(map(str, only_seeds))}") + " "
               "(bash docs/eppo_critic/paper_length/launch.sh --collect)", file=sys.stderr)
         return 2
     seeds = {os.path.basename(run): per_seed(run) for run in runs}
