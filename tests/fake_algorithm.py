@@ -3,7 +3,8 @@
 `write_run` lays out a run directory as docs CONTRACT and ppo_continuous.py do: config.json
 ({"args": ..., "script", "method", "num_tasks"}), evaluations.csv (rows at step 0, every
 eval_frequency steps and at every task end; task column = task evaluated), plasticity.csv (rows at
-step 0 and every task end, critic and actor), and summary.json only for a finished run.
+step 0 and every task end, critic and actor), and summary.json only for a finished run; `write_launched_run` adds
+what a study launcher leaves beside them (a one-seed process's run_dir template, a checkpoint).
 
 Run as a script (copied to <tmp>/ppo_continuous.py etc.), it parses the shared CLI flags, writes a
 finished run whose returns are return_mean = 10 * seed + global_step / 100 + 100 * kappa, and exits 0.
@@ -67,6 +68,21 @@ def write_run(
         with open(os.path.join(run_dir, "summary.json"), "w") as f:
             json.dump({"status": "finished", "global_step": steps_per_task * num_tasks, "train_sps": 1.0,
                        "wall_time_s": 0.0, "eval_time_s": 0.0}, f)  # fmt: skip
+
+
+def write_launched_run(run_dir, *, method, finished, drop_steps=()) -> None:
+    """A run as a study launcher leaves it (docs/paper_length/launch.sh's modes read it): write_run's files, with
+    config.json's run_dir as the seed{seed} template of a one-seed process, and a checkpoint at step 100 (what
+    resume_store.py stashes; its file is not a real one)."""
+    import torch
+
+    write_run(run_dir, method=method, finished=finished, drop_steps=drop_steps)
+    with open(os.path.join(run_dir, "config.json")) as f:
+        config = json.load(f)
+    config["args"] |= {"run_dir": os.path.join(os.path.dirname(run_dir), "seed{seed}"), "num_seeds": 1}
+    with open(os.path.join(run_dir, "config.json"), "w") as f:
+        json.dump(config, f)
+    torch.save({"global_step": 100}, os.path.join(run_dir, "checkpoint.pt"))
 
 
 def main() -> int:

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from fake_algorithm import write_run
+from fake_algorithm import write_launched_run
 from tiny_run import REPO_ROOT
 
 spec = importlib.util.spec_from_file_location("eppo_critic_analyze",
@@ -164,18 +164,12 @@ def test_the_item_4_launcher_carries_the_eppo_runs_scalars_with_the_paper_length
     exits 2 with the usage before any scalars are touched."""
     import subprocess
 
-    import torch
-
     root, outputs, store = tmp_path / "root", tmp_path / "outputs", tmp_path / "store"
     setting = root / "runs" / "paralysis" / "Ant" / "back-one"
     tags = ("evidential/advantage_max_z", "evidential/value_var_max", "evidential/nu_min")
     for method in ("PPO", "EPPO_ind"):
         run_dir = setting / method / "seed1"
-        write_run(str(run_dir), method=method, finished=False, drop_steps=(150, 200))
-        config = json.loads((run_dir / "config.json").read_text())
-        config["args"] |= {"run_dir": str(setting / method / "seed{seed}"), "num_seeds": 1}
-        (run_dir / "config.json").write_text(json.dumps(config))
-        torch.save({"global_step": 100}, run_dir / "checkpoint.pt")
+        write_launched_run(str(run_dir), method=method, finished=False, drop_steps=(150, 200))
         write_events(run_dir, {**{tag: [(50, 1.0), (100, 2.0)] for tag in tags}, "evidential/nu": [(50, 3.0)]})
     env = {**os.environ, "EPPO_CRITIC_PAPER_LENGTH_ROOT": str(root), "EPPO_CRITIC_PAPER_LENGTH_OUTPUTS": str(outputs),
            "EPPO_CRITIC_PAPER_LENGTH_STORE": str(store)}

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from fake_algorithm import write_run
+from fake_algorithm import write_launched_run, write_run
 from tiny_run import REPO_ROOT, run_script, run_until_checkpoint_then_stop
 
 spec = importlib.util.spec_from_file_location("paper_length_analyze",
@@ -345,17 +345,11 @@ def test_the_launcher_reports_collects_and_stashes_a_study_root(tmp_path):
     bad flag and a pin that is not a commit exit with an error, starting nothing."""
     import subprocess
 
-    import torch
-
     root, outputs, store = tmp_path / "root", tmp_path / "outputs", tmp_path / "store"
     setting = root / "runs" / "paralysis" / "Ant" / "back-one"
     for method, finished in (("PPO", True), ("EPPO_ind", False)):
-        run_dir = setting / method / "seed1"
-        write_run(str(run_dir), method=method, finished=finished, drop_steps=() if finished else (150, 200))
-        config = json.loads((run_dir / "config.json").read_text())
-        config["args"] |= {"run_dir": str(setting / method / "seed{seed}"), "num_seeds": 1}
-        (run_dir / "config.json").write_text(json.dumps(config))
-        torch.save({"global_step": 100}, run_dir / "checkpoint.pt")
+        write_launched_run(str(setting / method / "seed1"), method=method, finished=finished,
+                           drop_steps=() if finished else (150, 200))
     (store / "paralysis" / "Ant" / "back-one" / "PPO" / "seed1").mkdir(parents=True)  # from before it finished
     (store / "paralysis" / "Ant" / "back-one" / "PPO" / "seed1" / "config.json").write_text("{}")
     env = {**os.environ, "PAPER_LENGTH_ROOT": str(root), "PAPER_LENGTH_OUTPUTS": str(outputs),
