@@ -261,6 +261,22 @@ def test_the_kappa_grid_picks_the_highest_mean_aulc_once_every_line_has_finished
     assert "| 1,100, 1,180, 1,010 |" in row and row.endswith(f"| {p:.3f} |")
 
 
+def test_the_evidence_at_the_new_default_compares_each_line_with_its_one_flag_base(tmp_path, capsys):
+    """After item 4: clip-none at the new default against EPPO_ind+norm-reward (paired by seed) and PPO+norm-reward."""
+    write_config(tmp_path, "EPPO_ind+norm-reward", {1001: 1000, 1002: 1100, 1003: 900})
+    write_config(tmp_path, "EPPO_ind+norm-reward+clip-none", {1001: 1100, 1002: 1150, 1003: 1100})
+    write_config(tmp_path, "PPO+norm-reward", {1001: 1200, 1002: 1000, 1003: 1000})
+    assert analyze.main([str(tmp_path), "--only", "EPPO_ind+norm-reward,PPO+norm-reward"]) == 0
+    assert "Evidence at the new default" not in capsys.readouterr().out  # no line without its base, and v.v.
+    assert analyze.main([str(tmp_path)]) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines()
+               if line.startswith("| EPPO_ind+norm-reward+clip-none | EPPO_ind+norm-reward |"))
+    # every AULC is level + 50, so the gain is 350 / 3,150 and the tests are on the levels
+    p_base = stats.ttest_rel([1100, 1150, 1100], [1000, 1100, 900], alternative="greater").pvalue
+    p_ppo = stats.ttest_rel([1100, 1150, 1100], [1200, 1000, 1000], alternative="greater").pvalue
+    assert row == f"| EPPO_ind+norm-reward+clip-none | EPPO_ind+norm-reward | yes | +11.1% | {p_base:.3f} | {p_ppo:.3f} |"
+
+
 def test_swamping_counts_the_updates_where_one_state_holds_half_the_normalized_spread(tmp_path, capsys):
     """docs/eppo_critic/paper_length/swamping.py: z^2 / (N - 1) >= 0.5 marks an update; per task, mean ± se over
     seeds of the median z, that share, and the median largest var[V] (N = 100 here: z >= 7.04 is swamped)."""

@@ -19,6 +19,8 @@ step that all runs have reached (an unfinished study gives interim tables, marke
    is not lower on HalfCheetah back-one at 1 M steps;
 6. the paper's kappa grid at the new default (Appendix B: EPPO_ind, kappa in {0.01, 0.05, 0.1}, by mean AULC),
    when its lines are there: the kappa it picks once every line has finished.
+7. the evidence run after item 4 at the new default (README, "Evidence after item 4"): each such line against the
+   line it changes by one flag, paired by seed, and against PPO+norm-reward.
 """
 
 import argparse
@@ -58,6 +60,9 @@ CHECK_P = 0.05  # the HalfCheetah check fails when "norm-reward lower than today
 # the paper's kappa grid for EPPO_ind (Appendix B) at the reading the rule chose; 0.01 is the screen's line
 KAPPA_GRID = {0.01: "EPPO_ind+norm-reward", 0.05: "EPPO_ind+norm-reward_kappa0.05",
               0.1: "EPPO_ind+norm-reward_kappa0.1"}
+# evidence only, after item 4 (README, "Evidence after item 4"): a line at the new default -> the line it changes by
+# one flag (--critic-grad-clip none)
+AT_NEW_DEFAULT = {"EPPO_ind+norm-reward+clip-none": "EPPO_ind+norm-reward"}
 
 
 def standing_still_returns(seeds: list) -> dict:
@@ -137,6 +142,26 @@ def kappa_grid(aulcs: dict, finished: bool) -> None:
         print(f"\nThe grid picks **kappa {best:g}** (the highest mean AULC).")
     else:
         print(f"\nInterim: kappa {best:g} leads; the grid picks once its {len(KAPPA_GRID)} lines have finished.")
+
+
+def evidence_at_new_default(aulcs: dict) -> None:
+    """Each AT_NEW_DEFAULT line against its one-flag base (higher on every seed, the mean gain, the paired one-sided
+    p that it is higher) and the paired one-sided p that it is above PPO+norm-reward."""
+    lines = {name: base for name, base in AT_NEW_DEFAULT.items() if name in aulcs and base in aulcs}
+    if not lines:
+        return
+    print("\n#### Evidence at the new default (README, \"Evidence after item 4\"): each line against the line it "
+          "changes by one flag, paired by seed\n")
+    print("| line | against | higher on every seed | mean gain | p (higher, paired, one-sided) | "
+          "p (above PPO+norm-reward, paired, one-sided) |")
+    print("|---|---|---|---|---|---|")
+    for name, base in lines.items():
+        seeds = sorted(set(aulcs[base]) & set(aulcs[name]))
+        every_seed = all(aulcs[name][s] > aulcs[base][s] for s in seeds)
+        gain = np.mean([aulcs[name][s] for s in seeds]) / np.mean([aulcs[base][s] for s in seeds]) - 1.0
+        above_ppo = paired_lower_p(aulcs["PPO+norm-reward"], aulcs[name]) if "PPO+norm-reward" in aulcs else "n/a"
+        print(f"| {name} | {base} | {'yes' if every_seed else 'no'} | {gain:+.1%} | "
+              f"{paired_lower_p(aulcs[base], aulcs[name])} | {above_ppo} |")
 
 
 def read_scalars(run_dir: str) -> dict:
@@ -250,6 +275,7 @@ def report(root: str, plot_path=None, only=None) -> int:
     if any("norm-reward" in name for name in runs):  # the checks bear on --norm-reward's lines alone
         pipeline_checks(root)
     kappa_grid(aulcs, finished)
+    evidence_at_new_default(aulcs)
 
     if plot_path:
         import matplotlib
