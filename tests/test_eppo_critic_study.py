@@ -313,7 +313,8 @@ def test_swamping_counts_the_updates_where_one_state_holds_half_the_normalized_s
     ("screen_tables.md", "PPO,EPPO_mean,EPPO_ind,EPPO_ind+hp-algorithm1,EPPO_ind+norm-reward,PPO+norm-reward"),
     ("kappa_tables.md", "EPPO_ind,EPPO_ind+norm-reward,EPPO_ind+norm-reward_kappa0.05,EPPO_ind+norm-reward_kappa0.1,"
                         "PPO,PPO+norm-reward"),
-    ("evidence_tables.md", "PPO,EPPO_mse_mean,EPPO_mean,EPPO_ind,EPPO_ind+clip-none,EPPO_ind+nll-mse-omega")])
+    ("evidence_tables.md", "PPO,EPPO_mse_mean,EPPO_mean,EPPO_ind,EPPO_ind+clip-none,EPPO_ind+nll-mse-omega"),
+    ("clip_new_default_tables.md", "EPPO_ind,EPPO_ind+norm-reward,EPPO_ind+norm-reward+clip-none,PPO+norm-reward")])
 def test_the_committed_tables_are_what_the_readme_commands_print_from_the_committed_outputs(tables, only, capsys):
     """The study's tables are recomputable: analyze.py --only (the README's commands) on docs/eppo_critic/outputs."""
     assert analyze.main([os.path.join(REPO_ROOT, "docs", "eppo_critic", "outputs"), "--only", only]) == 0

@@ -59,7 +59,7 @@ CONFIGS=(
     "EPPO_ind+clip-none|b7021b78fc558b7a019eba98449c5af3c1759188|eppo_continuous.py|--variant ind --kappa 0.01 --critic-grad-clip none"
     "EPPO_ind+nll-mse-omega|b7021b78fc558b7a019eba98449c5af3c1759188|eppo_continuous.py|--variant ind --kappa 0.01 --critic-loss nll-mse-omega"
     # the open question the evidence-only lines left (README, "Left out"): does unclipping the critic help at the new
-    # default too? Against EPPO_ind+norm-reward (the same commit and flags but the clip); added 2026-11-29 16:58 UTC,
+    # default too? Against EPPO_ind+norm-reward (the same commit and flags but the clip); added 2026-11-29 16:55 UTC,
     # after item 4 finished; evidence only, it cannot become the default (the paper states the clip)
     "EPPO_ind+norm-reward+clip-none|b7021b78fc558b7a019eba98449c5af3c1759188|eppo_continuous.py|--variant ind --kappa 0.01 --norm-reward --critic-grad-clip none"
 )
