@@ -144,6 +144,13 @@ def kappa_grid(aulcs: dict, finished: bool) -> None:
         print(f"\nInterim: kappa {best:g} leads; the grid picks once its {len(KAPPA_GRID)} lines have finished.")
 
 
+def gain_over(base: dict, line: dict) -> tuple:
+    """Over the two lines' common seeds: whether ``line``'s AULC is higher on every seed, and its mean gain."""
+    seeds = sorted(set(base) & set(line))
+    every_seed = all(line[s] > base[s] for s in seeds)
+    return every_seed, np.mean([line[s] for s in seeds]) / np.mean([base[s] for s in seeds]) - 1.0
+
+
 def evidence_at_new_default(aulcs: dict) -> None:
     """Each AT_NEW_DEFAULT line against its one-flag base (higher on every seed, the mean gain, the paired one-sided
     p that it is higher) and the paired one-sided p that it is above PPO+norm-reward."""
@@ -156,9 +163,7 @@ def evidence_at_new_default(aulcs: dict) -> None:
           "p (above PPO+norm-reward, paired, one-sided) |")
     print("|---|---|---|---|---|---|")
     for name, base in lines.items():
-        seeds = sorted(set(aulcs[base]) & set(aulcs[name]))
-        every_seed = all(aulcs[name][s] > aulcs[base][s] for s in seeds)
-        gain = np.mean([aulcs[name][s] for s in seeds]) / np.mean([aulcs[base][s] for s in seeds]) - 1.0
+        every_seed, gain = gain_over(aulcs[base], aulcs[name])
         above_ppo = paired_lower_p(aulcs["PPO+norm-reward"], aulcs[name]) if "PPO+norm-reward" in aulcs else "n/a"
         print(f"| {name} | {base} | {'yes' if every_seed else 'no'} | {gain:+.1%} | "
               f"{paired_lower_p(aulcs[base], aulcs[name])} | {above_ppo} |")
@@ -262,9 +267,7 @@ def report(root: str, plot_path=None, only=None) -> int:
         base = aulcs["EPPO_ind"]
         for name in candidates:
             allowed, ppo_line = CANDIDATES[name]
-            seeds = sorted(set(base) & set(aulcs[name]))
-            every_seed = all(aulcs[name][s] > base[s] for s in seeds)
-            gain = np.mean([aulcs[name][s] for s in seeds]) / np.mean([base[s] for s in seeds]) - 1.0
+            every_seed, gain = gain_over(base, aulcs[name])
             better = every_seed and gain >= BETTER_MARGIN
             ppo_means = [np.mean(list(aulcs[line].values())) for line in {ppo_line, "PPO"} if line in aulcs]
             reaches = np.mean(list(aulcs[name].values())) >= max(ppo_means) if ppo_means else None
