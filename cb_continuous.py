@@ -44,6 +44,12 @@ from torch.optim.adam import adam as adam_update
 import nonstationary_envs
 import plasticity_metrics
 
+# CB: (maturity threshold, replacement rate) from the paper's grid search per (experiment, environment) (Appendix B,
+# "CB details"; docs/baselines.md), and the values of a setting it did not search (its Ant values)
+PAPER_CB_VALUES = {("slippery", "Ant"): (1000, 1e-4), ("slippery", "HalfCheetah"): (1000, 1e-5),
+                   ("paralysis", "Ant"): (1000, 1e-4), ("paralysis", "HalfCheetah"): (10000, 1e-5)}
+FALLBACK_CB_VALUES = (1000, 1e-4)
+
 
 @dataclass
 class Args:
@@ -115,16 +121,27 @@ class Args:
     docs/eppo_critic); --no-norm-reward: the raw rewards (the statistics are still updated)"""
 
     # CB: continual backpropagation (Dohare et al., 2024; EPPO paper, Appendix B: per-setting values in docs/baselines.md)
-    replacement_rate: float = 1e-4
-    """CB: fraction of the eligible (mature) units of each hidden layer replaced per minibatch step"""
-    maturity_threshold: int = 1000
-    """CB: a unit is eligible for replacement when it has lived more than this many minibatch steps"""
+    replacement_rate: Optional[float] = None
+    """CB: fraction of the eligible (mature) units of each hidden layer replaced per minibatch step; default: the
+    paper's for the setting (Appendix B, "CB details": 1e-5 on HalfCheetah, 1e-4 on Ant)"""
+    maturity_threshold: Optional[int] = None
+    """CB: a unit is eligible for replacement when it has lived more than this many minibatch steps; default: the
+    paper's for the setting (Appendix B, "CB details": 10000 on HalfCheetah paralysis, else 1000)"""
     utility_decay: float = 0.99
     """CB: decay rate eta of the contribution utility's moving average (original code 0.99; the paper's table 1e-4)"""
     weight_decay: float = 1e-4
     """CB: L2 regularization coefficient (Adam's weight_decay, added to the gradient as in the original code)"""
     reset_optimizer_state: bool = True
     """CB: zero the Adam moments of a replaced unit's weights (the official RL script skips this; see docs/baselines.md)"""
+
+    def __post_init__(self):
+        # CB: without --maturity-threshold / --replacement-rate, the paper's values for the setting (default_cb_values;
+        # config.json stores the values), as EPPO takes its kappa
+        maturity_threshold, replacement_rate, _ = default_cb_values(self)
+        if self.maturity_threshold is None:
+            self.maturity_threshold = maturity_threshold
+        if self.replacement_rate is None:
+            self.replacement_rate = replacement_rate
 
     # ---- The run's settings, the same in every script (scripts/sync_plumbing.py copies them) ----
     exp_name: str = os.path.basename(__file__)[: -len(".py")]
@@ -205,6 +222,25 @@ def method_name(args: Args) -> str:
 def run_tag(args: Args) -> str:
     """The method's part of the default run directory's name."""
     return args.exp_name
+
+
+def default_cb_values(args: Args) -> tuple[int, float, str]:
+    """CB: the maturity threshold and replacement rate of a run without the flags, and where they come from: the
+    paper's grid search per experiment and environment (Appendix B, "CB details"), else the Ant values."""
+    env_name = args.env_id.split("-")[0]
+    if (args.experiment, env_name) in PAPER_CB_VALUES:
+        return (*PAPER_CB_VALUES[args.experiment, env_name],
+                f"the paper's for {args.experiment}/{env_name}, Appendix B")
+    return (*FALLBACK_CB_VALUES, "the paper searched none for this setting; the flags set them")
+
+
+def cb_note(args: Args) -> str:
+    """CB: the run header's note on the maturity threshold and the replacement rate, and where each comes from."""
+    maturity_threshold, replacement_rate, source = default_cb_values(args)
+    return (f"maturity threshold {args.maturity_threshold} "
+            f"({source if args.maturity_threshold == maturity_threshold else '--maturity-threshold'}), "
+            f"replacement rate {args.replacement_rate:g} "
+            f"({source if args.replacement_rate == replacement_rate else '--replacement-rate'})")
 
 
 def validate_method(args: Args) -> None:
@@ -656,7 +692,7 @@ def set_learning_rate(run, args: Args) -> None:
 
 def main(argv: list) -> int:
     args = parse_args(argv)
-    run = start_run(args, argv)  # seeds, envs, networks, outputs; resumes from a checkpoint; evaluates step 0
+    run = start_run(args, argv, notes=[cb_note(args)])  # CB: + the values used and where they come from
     while run.iterating():  # False when the run is done or must stop (signal, too many non-finite steps)
         set_learning_rate(run, args)
         rollout = collect_rollout(run)  # evaluates, changes tasks and logs episodes on the way

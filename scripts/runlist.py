@@ -45,12 +45,6 @@ METHODS: dict[str, tuple[str, tuple[str, ...]]] = {
     "EPPO_ind": ("eppo_continuous.py", ("--variant", "ind")),
 }
 SCRIPT_SUFFIX = "_continuous.py"
-# CB's grid-searched settings per (experiment, env) (paper, Appendix B "CB details"); the script's defaults
-# (maturity 1000, replacement rate 1e-4) are the paper's Ant values.
-CB_PAPER_FLAGS: dict[tuple[str, str], tuple[str, ...]] = {
-    ("slippery", "HalfCheetah"): ("--maturity-threshold", "1000", "--replacement-rate", "1e-5"),
-    ("paralysis", "HalfCheetah"): ("--maturity-threshold", "10000", "--replacement-rate", "1e-5"),
-}
 # Methods whose --kappa comes from scripts/paper_kappa.csv (column name) unless --kappa is given.
 KAPPA_COLUMNS = {"EPPO_cor": "kappa_cor", "EPPO_ind": "kappa_ind"}
 ENV_IDS = {"Ant": "Ant-v5", "HalfCheetah": "HalfCheetah-v5"}
@@ -330,7 +324,6 @@ def build_runs(
                         python, os.path.join(scripts_dir, script),
                         "--env-id", ENV_IDS[setting.env], "--experiment", setting.experiment,
                         "--strategy", setting.strategy, *fixed_flags, *kappa_flags,
-                        *(CB_PAPER_FLAGS.get((setting.experiment, setting.env), ()) if method == "CB" else ()),
                         *seed_flags, *extra_args,
                     )  # fmt: skip
                     runs.append(Run(directory, argv))

@@ -348,3 +348,51 @@ def test_without_replacement_or_decay_cb_is_ppo(tmp_path):
     assert cb.returncode == 0 and ppo.returncode == 0, (cb.stderr[-2000:], ppo.stderr[-2000:])
     with open(tmp_path / "cb" / "evaluations.csv") as a, open(tmp_path / "ppo" / "evaluations.csv") as b:
         assert a.read() == b.read()
+
+
+# Appendix B, "CB details", as its text states them (written out here, apart from the script's table): slippery,
+# maturity 1000 with replacement rates 1e-4 (Ant) and 1e-5 (HalfCheetah); paralysis, 1000 and 1e-4 on Ant, 10000 and
+# 1e-5 on HalfCheetah. A setting the paper did not search (the stationary runs) keeps the Ant values.
+@pytest.mark.parametrize("experiment, env_id, maturity_threshold, replacement_rate", [
+    ("slippery", "Ant-v5", 1000, 1e-4), ("slippery", "HalfCheetah-v5", 1000, 1e-5),
+    ("paralysis", "Ant-v5", 1000, 1e-4), ("paralysis", "HalfCheetah-v5", 10000, 1e-5),
+    ("none", "HalfCheetah-v5", 1000, 1e-4)])
+def test_without_the_flags_cb_takes_the_papers_values_for_the_setting(experiment, env_id, maturity_threshold,
+                                                                      replacement_rate):
+    args = cb.Args(env_id=env_id, experiment=experiment)
+    assert (args.maturity_threshold, args.replacement_rate) == (maturity_threshold, replacement_rate)
+    assert "Appendix B" in cb.cb_note(args) if experiment != "none" else "searched none" in cb.cb_note(args)
+    # a flag given wins over the setting's value, and the note names it
+    args = cb.Args(env_id=env_id, experiment=experiment, maturity_threshold=7, replacement_rate=0.5)
+    assert (args.maturity_threshold, args.replacement_rate) == (7, 0.5)
+    assert cb.cb_note(args) == "maturity threshold 7 (--maturity-threshold), replacement rate 0.5 (--replacement-rate)"
+
+
+# Enough minibatch steps (4 rollouts x 32 epochs x 16 minibatches = 2,048) that units pass a maturity of 1,000 and
+# 1e-4 of them are replaced (about 25 per layer), while with 10,000 none is: the values change what the run computes.
+MATURING_FLAGS = ("--minibatch-size", "8", "--update-epochs", "32")
+BEFORE_PER_SETTING_FLAGS = ("--maturity-threshold", "1000", "--replacement-rate", "1e-4")
+
+
+def test_the_values_before_per_setting_defaults_are_one_set_of_flags_away(tmp_path):
+    """Before CB took its values per setting, every run had the Ant values (1000, 1e-4). On HalfCheetah paralysis
+    those values, given as flags, reproduce that code's run bit for bit (golden_outputs.REFERENCE_COMMIT's script,
+    whose CB predates the change), and the new default (10000, 1e-5) does not."""
+    import golden_outputs
+    from tiny_run import cannot_run
+
+    if not golden_outputs.reference_available():
+        cannot_run(f"the reference commit {golden_outputs.REFERENCE_COMMIT[:10]} is not in this clone's history")
+    golden_outputs.export_reference(tmp_path / "before")
+    runs = {"before": run_script("cb_continuous.py", tmp_path / "run_before", *MATURING_FLAGS,
+                                 repo_root=tmp_path / "before"),
+            "flags": run_script("cb_continuous.py", tmp_path / "run_flags", *MATURING_FLAGS, *BEFORE_PER_SETTING_FLAGS),
+            "default": run_script("cb_continuous.py", tmp_path / "run_default", *MATURING_FLAGS)}
+    for name, result in runs.items():
+        assert result.returncode == 0, (name, result.stderr[-3000:])
+    before = {"1": golden_outputs.fingerprint(tmp_path / "run_before")}
+    assert golden_outputs.differences({"1": golden_outputs.fingerprint(tmp_path / "run_flags")}, before) == []
+    assert golden_outputs.differences({"1": golden_outputs.fingerprint(tmp_path / "run_default")}, before) != []
+    assert "maturity threshold 10000 (the paper's for paralysis/HalfCheetah, Appendix B)" in runs["default"].stdout
+    replaced = {name: sum(scalars(tmp_path / f"run_{name}", "cb/replaced_units")) for name in ("flags", "default")}
+    assert replaced["flags"] > 0 and replaced["default"] == 0, replaced

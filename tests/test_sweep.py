@@ -211,14 +211,12 @@ def test_grid_search_selects_kappa_by_mean_aulc(tmp_path, fake_scripts):
         assert f.read() == "experiment,env,strategy,kappa_cor,kappa_ind\nslippery,Ant,increasing,0.25,0.1\n"
 
 
-def test_cb_runs_get_the_papers_per_setting_maturity_and_replacement_rate():
-    """Appendix B "CB details": HalfCheetah slippery 1000/1e-5, HalfCheetah paralysis 10000/1e-5, Ant = defaults."""
+def test_cb_runs_carry_no_maturity_or_replacement_flags_so_the_script_takes_the_papers_per_setting():
+    """cb_continuous.py picks the paper's values per setting itself (tests/test_cb.py): the run list adds none."""
     settings = [runlist.Setting("slippery", "HalfCheetah", "increasing"), runlist.Setting("paralysis", "HalfCheetah", "back-one"),
                 runlist.Setting("paralysis", "Ant", "back-one")]  # fmt: skip
     runs = runlist.build_runs(["CB"], settings, [1], "root")
-    flags = [run.argv[run.argv.index("--strategy") + 2 : run.argv.index("--seed")] for run in runs]
-    assert flags == [("--maturity-threshold", "1000", "--replacement-rate", "1e-5"),
-                     ("--maturity-threshold", "10000", "--replacement-rate", "1e-5"), ()]
+    assert [run.argv[run.argv.index("--strategy") + 2 : run.argv.index("--seed")] for run in runs] == [(), (), ()]
 
 
 def test_each_worker_gets_its_share_of_the_cores_unless_env_threads_is_given(tmp_path):

@@ -45,6 +45,10 @@ PHASES=(
     "paralysis/HalfCheetah/back-one 1-8 8"
     "paralysis/Ant/back-one 6-8 3"
 )
+# PAPER_LENGTH_PHASES replaces them ("settings seeds per_process" per phase, phases separated by ';', settings a comma
+# list) and PAPER_LENGTH_METHODS the methods (docs/baselines_paper_length/launch.sh: the other five of the paper's)
+[[ -n ${PAPER_LENGTH_PHASES:-} ]] && IFS=';' read -r -a PHASES <<<"$PAPER_LENGTH_PHASES"
+METHODS=${PAPER_LENGTH_METHODS:-PPO,EPPO_ind}
 ANCHOR_STEPS=2000000
 ANCHOR_PROCESSES=("1 3" "4 2")  # first seed, number of seeds
 RUNNING="^bash $ROOT/code/scripts/(sweep|run_one)\\.sh"  # a phase's sweep, or the anchor's run_one.sh
@@ -108,7 +112,7 @@ python3 "$RESUME_STORE" restore "$RUNS" "$STORE" "$OUTPUTS" | sed 's/^/[restore]
     cd "$CODE" || exit 1
     for phase in "${PHASES[@]}"; do
         read -r setting seeds per_process <<<"$phase"
-        nice -n 19 bash "$CODE/scripts/sweep.sh" --methods PPO,EPPO_ind --settings "$setting" --seeds "$seeds" \
+        nice -n 19 bash "$CODE/scripts/sweep.sh" --methods "$METHODS" --settings "$setting" --seeds "$seeds" \
             --seeds-per-process "$per_process" --root "$RUNS" --workers "$WORKERS" -- --torch-threads 1
         rc=$?
         ((rc == 0)) || { echo "[launch $(date '+%F %T')] phase $setting $seeds stopped (exit $rc)"; exit "$rc"; }
