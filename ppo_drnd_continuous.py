@@ -2238,7 +2238,12 @@ def parse_args(argv: list) -> Args:
     """The command line as Args, validated: tyro's parser, a short error (exit 2) for another script's flag or a
     bad value, and a quiet exit when stdout closes early (`--help | head`), as command-line tools do."""
     import tyro
+    import tyro._strings
 
+    # tyro 1.0.17 keeps a docstring's line break where the next line starts with a non-letter, which an indented
+    # continuation line always does, so --help broke a flag's text mid-phrase: one paragraph per blank-line block
+    tyro._strings.remove_single_line_breaks = lambda text: "\n\n".join(" ".join(block.split())
+                                                                       for block in re.split(r"\n\s*\n", text))
     error = foreign_flag_error(argv)
     if error:
         print(f"error: {error}", file=sys.stderr)

@@ -755,3 +755,32 @@ def test_every_script_gives_the_plumbing_the_same_method_signatures():
         for name in template.METHOD_FUNCTIONS:
             assert list(inspect.signature(getattr(module, name)).parameters) == \
                 list(inspect.signature(getattr(template, name)).parameters), (script, name)
+
+
+def help_fields(help_text: str) -> dict:
+    """The options box of a script's --help as {flag: its text's rendered lines}, and the text column's width."""
+    lines = [line[2:-2] for line in help_text.splitlines() if line.startswith("│ ") and line.endswith(" │")]
+    column = next(line.index("show this help") for line in lines if line.startswith("-h, --help"))
+    fields, flag = {}, None
+    for line in lines:
+        text = line[column:]
+        if line.startswith("-"):  # a flag's first line: its names, then its text's first line when they fit before it
+            flag = line.split()[0].rstrip(",")
+            fields[flag], text = [], text if line[column - 2 : column] == "  " else ""
+        if text.strip():
+            fields[flag].append(text.rstrip())
+    return fields, len(lines[0]) - column
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_every_flags_help_reads_as_one_paragraph(script):
+    """--help wraps each flag's text where the next word would not fit, never where the docstring's source line
+    ends: every rendered line but a flag's last is full up to the next word (a line broken mid-phrase is not)."""
+    result = subprocess.run([sys.executable, os.path.join(REPO_ROOT, script), "--help"], capture_output=True, text=True,
+                            timeout=120, env={**os.environ, "COLUMNS": "100"})
+    assert result.returncode == 0, result.stderr[-2000:]
+    fields, width = help_fields(result.stdout)
+    assert len(fields) > 40 and width > 40  # the box was parsed: every flag and a text column
+    for flag, rendered in fields.items():
+        for line, following in zip(rendered, rendered[1:]):
+            assert len(line) + 1 + len(following.split()[0]) > width, f"{script} {flag}: broken after {line!r}"
