@@ -103,7 +103,7 @@ class Args:
     """orthogonal gain of the policy's mean head (CleanRL and SB3: 0.01; applies to --init orthogonal)"""
     log_std_init: float = -1.0
     """initial log standard deviation of the policy (the same for every action dimension; -1: std e^-1 = 0.37,
-    ObjectRL's, below the 0.52 where Ant's noise costs more than standing pays; 0: std 1, before issue 29)"""
+    ObjectRL's, below the 0.52 where Ant's noise costs more than standing pays; 0: std 1, v0.1's default)"""
     log_std_max: Optional[float] = None
     """clamp the log standard deviation at this value in the policy (ObjectRL: -1, std 0.37; the clamp passes no
     gradient above it, so from --log-std-init 0 the std stays exp(-1)); None: no clamp"""
@@ -111,14 +111,14 @@ class Args:
     """learn the log standard deviation (a parameter of the actor); --no-learn-log-std keeps --log-std-init"""
     norm_obs: bool = False
     """feed the networks observations normalized by their running mean and std, clipped (gymnasium's
-    NormalizeObservation; the paper never mentions it, ObjectRL has none; on before issue 29); off: the raw
+    NormalizeObservation; the paper never mentions it, ObjectRL has none; on in v0.1); off: the raw
     observations (the running statistics are still kept)"""
     normalization_clip: float = 10.0
     """normalized observations and rewards are clipped to +- this value"""
     norm_reward: bool = True
     """scale rewards by the running std of the discounted return and clip them (gymnasium's NormalizeReward; the
-    paper never mentions it, ObjectRL has none; on before issue 29, off from issue 29, on again from issue 46:
-    docs/eppo_critic); --no-norm-reward: the raw rewards (the statistics are still updated)"""
+    paper never mentions it, ObjectRL has none; on in v0.1, off in v0.2, on from v0.3:
+    CHANGELOG.md); --no-norm-reward: the raw rewards (the statistics are still updated)"""
 
     # CB: continual backpropagation (Dohare et al., 2024; EPPO paper, Appendix B: per-setting values in docs/baselines.md)
     replacement_rate: Optional[float] = None
@@ -1193,7 +1193,7 @@ class Run:
                 self.env.set_state(sim, env_state)
         for generator, checkpoint in zip(self.generators, checkpoints):
             generator.set_state(checkpoint["rng"]["torch"])
-        # theta_0 as the run drew it; a checkpoint written before issue 47 has none: the build's draw stays (the
+        # theta_0 as the run drew it; a checkpoint written before 2026-11-29 (831c558) has none: the build's draw stays (the
         # same seed's generator, so the same parameters while the initialization code is unchanged)
         for k, checkpoint in enumerate(checkpoints):
             for network, parameters in checkpoint.get("initial_parameters", {}).items():

@@ -109,7 +109,7 @@ class Args:
     """orthogonal gain of the policy's mean head (CleanRL and SB3: 0.01; applies to --init orthogonal)"""
     log_std_init: float = -1.0
     """initial log standard deviation of the policy (the same for every action dimension; -1: std e^-1 = 0.37,
-    ObjectRL's, below the 0.52 where Ant's noise costs more than standing pays; 0: std 1, before issue 29)"""
+    ObjectRL's, below the 0.52 where Ant's noise costs more than standing pays; 0: std 1, v0.1's default)"""
     log_std_max: Optional[float] = None
     """clamp the log standard deviation at this value in the policy (ObjectRL: -1, std 0.37; the clamp passes no
     gradient above it, so from --log-std-init 0 the std stays exp(-1)); None: no clamp"""
@@ -117,34 +117,34 @@ class Args:
     """learn the log standard deviation (a parameter of the actor); --no-learn-log-std keeps --log-std-init"""
     norm_obs: bool = False
     """feed the networks observations normalized by their running mean and std, clipped (gymnasium's
-    NormalizeObservation; the paper never mentions it, ObjectRL has none; on before issue 29); off: the raw
+    NormalizeObservation; the paper never mentions it, ObjectRL has none; on in v0.1); off: the raw
     observations (the running statistics are still kept)"""
     normalization_clip: float = 10.0
     """normalized observations and rewards are clipped to +- this value"""
     norm_reward: bool = True
     """scale rewards by the running std of the discounted return and clip them (gymnasium's NormalizeReward; the
-    paper never mentions it, ObjectRL has none; on before issue 29, off from issue 29, on again from issue 46:
-    docs/eppo_critic); --no-norm-reward: the raw rewards (the statistics are still updated)"""
+    paper never mentions it, ObjectRL has none; on in v0.1, off in v0.2, on from v0.3:
+    CHANGELOG.md); --no-norm-reward: the raw rewards (the statistics are still updated)"""
 
     # EPPO: evidential critic and optimistic advantages (paper Sec. 3, Appendix B)
     variant: Literal["mean", "cor", "ind"] = "ind"
-    """advantage variance: mean (no bonus, EPPO_mean), cor (Eq. gae_var, EPPO_cor), ind (Eq. gae_var_ind, EPPO_ind)"""
+    """advantage variance: mean (no bonus, EPPO_mean), cor (Eq. (4), EPPO_cor), ind (Eq. (5), EPPO_ind)"""
     kappa: Optional[float] = None
-    """UCB radius in A + kappa * sqrt(var[A]) (Eq. ucb); default: 0 for mean, else the paper's for the setting"""
+    """UCB radius in A + kappa * sqrt(var[A]) (Eq. (3)); default: 0 for mean, else the paper's for the setting"""
     ucb_in_returns: bool = True
     """train the critic on R = A_UCB + omega as in Algorithm 1; --no-ucb-in-returns uses R = A_mean + omega"""
     xi: float = 0.01
     """weight of the log hyperprior in the critic loss L = NLL - xi * log p(omega, nu, alpha, beta)"""
     critic_loss: Literal["nll", "mse", "nll-mse-omega"] = "nll"
-    """nll: NLL - xi log p(m) (Eq. loss_nll); mse: the control, PPO's (omega - R)^2 (nu, alpha, beta only logged);
-    nll-mse-omega (issue 46, a loss the paper does not state): omega fits (omega - R)^2, the mean return, and the
+    """nll: NLL - xi log p(m) (Eq. (2)); mse: the control, PPO's (omega - R)^2 (nu, alpha, beta only logged);
+    nll-mse-omega (a loss the paper does not state; docs/eppo_critic): omega fits (omega - R)^2, the mean return, and the
     evidence fits the NLL around that omega (detached), so large errors are not discounted on omega"""
     hyperprior_terms: Literal["text", "algorithm1"] = "text"
     """text: Sec. 3.1's four terms, log p(omega) + log p(nu) + log p(alpha) + log p(beta); algorithm1: Algorithm 1's
     line as printed, log p(omega) + log p(nu) + log p(alpha) + log p(nu) (no beta term: scale-equivariant in beta)"""
     critic_grad_clip: Literal["whole", "none"] = "whole"
     """whole: the critic's gradient norm clipped at --max-grad-norm over the whole network (Appendix B); none
-    (issue 46, evidence only): the critic unclipped (the actor's clip stays)"""
+    (evidence only; docs/eppo_critic): the critic unclipped (the actor's clip stays)"""
     hyperprior_reduction: Literal["mean", "sum", "once"] = "mean"
     """the hyperprior's reduction over a minibatch: mean (Algorithm 1), sum or once (hyperprior_weight)"""
     evidence_init: Literal["default", "prior-mode"] = "default"
@@ -289,13 +289,13 @@ def validate_method(args: Args) -> None:
         raise ValueError("--target-kl stops the update epochs of the whole process: use --num-seeds 1 with it")
     # EPPO: the critic's and the UCB's settings
     if not (math.isfinite(args.kappa) and args.kappa >= 0):
-        raise ValueError(f"--kappa must be a finite number >= 0 (the UCB radius of Eq. ucb), got {args.kappa}")
+        raise ValueError(f"--kappa must be a finite number >= 0 (the UCB radius of Eq. (3)), got {args.kappa}")
     if args.variant == "mean" and args.kappa != 0:
         raise ValueError(f"--kappa must be 0 with --variant mean (EPPO_mean has no advantage variance, so there is "
                          f"no confidence bound to add), got {args.kappa}; use --variant cor or ind for a bonus")
     if args.variant != "mean" and args.gae_lambda == 0:
         raise ValueError(f"--gae-lambda must be > 0 with --variant {args.variant} (the variance weight "
-                         "((1 - lambda) / lambda)^2 of Eq. gae_var diverges at 0)")
+                         "((1 - lambda) / lambda)^2 of Eq. (4) diverges at 0)")
     if not (math.isfinite(args.xi) and args.xi >= 0):
         raise ValueError(f"--xi must be a finite number >= 0, got {args.xi}")
     if args.clip_vloss:
@@ -571,7 +571,7 @@ def evidential_critic_loss(y: torch.Tensor, omega: torch.Tensor, nu: torch.Tenso
                            beta: torch.Tensor, critic_loss: str = "nll", prior_weight: float = 0.01,
                            prior_terms: str = "text") -> tuple:
     """EPPO: (loss, mean NLL, mean -log p(m)) of a minibatch of targets y (means over the sample axis). nll: L = mean NLL
-    + prior_weight mean(-log p(m)) (Eq. loss_nll, Algorithm 1); mse (the control): PPO's mean (omega - y)^2;
+    + prior_weight mean(-log p(m)) (Eq. (2), Algorithm 1); mse (the control): PPO's mean (omega - y)^2;
     nll-mse-omega: mean (omega - y)^2 + L with omega detached in the NLL (omega's gradient is MSE's, plus the prior's)."""
     # the NLL first, then the prior: the order in which autograd sums their gradients is part of the golden outputs
     nll = nig_nll(y, omega.detach() if critic_loss == "nll-mse-omega" else omega, nu, alpha, beta).mean(-1)
@@ -616,7 +616,7 @@ def probabilistic_gae(rewards, values, value_vars, next_values, next_value_vars,
 
 def ucb_advantages_and_returns(advantages: torch.Tensor, advantage_stds: torch.Tensor, values: torch.Tensor,
                                kappa: float, ucb_in_returns: bool) -> tuple:
-    """EPPO: the UCB advantage A + kappa * sqrt(var[A]) (Eq. ucb) and the critic's targets: R = A_UCB + omega as in
+    """EPPO: the UCB advantage A + kappa * sqrt(var[A]) (Eq. (3)) and the critic's targets: R = A_UCB + omega as in
     Algorithm 1 (lines 18-19), or with ``ucb_in_returns`` False R = A_mean + omega (PPO's)."""
     ucb_advantages = advantages + kappa * advantage_stds
     return ucb_advantages, (ucb_advantages if ucb_in_returns else advantages) + values
@@ -635,7 +635,7 @@ def ppo_loss(agent, mb, args: Args) -> tuple:
     entropy = gaussian_entropy(log_std).squeeze(-1)
     actor_loss = pg_loss - args.ent_coef * entropy
 
-    # EPPO: L = NLL - xi * log p(m) on the targets R (Eq. loss_nll, Sec. 3.1; --clip-vloss is rejected);
+    # EPPO: L = NLL - xi * log p(m) on the targets R (Eq. (2), Sec. 3.1; --clip-vloss is rejected);
     # --critic-loss mse: PPO's (omega - R)^2 instead
     prediction = agent.critic(mb["obs"])
     v_loss, nll_loss, hyperprior_loss = evidential_critic_loss(
@@ -652,7 +652,7 @@ def ppo_loss(agent, mb, args: Args) -> tuple:
 
 
 # EPPO: the evidential/ tags (docs/eppo.md): rollout means of the evidence, its extremes, omega's error near
-# terminations and elsewhere, the largest normalized UCB advantage (issue 46), then minibatch means of the critic's
+# terminations and elsewhere, the largest normalized UCB advantage, then minibatch means of the critic's
 # gradient
 EVIDENTIAL_TAGS = ("omega", "aleatoric_variance", "epistemic_variance", "advantage_std", "ucb_bonus", "alpha", "nu",
                    "beta", "student_t_scale", "targets_outside_2_scales", "zeta", "nu_min", "value_var_max",
@@ -729,7 +729,7 @@ def compute_advantages(run, rollout, args: Args) -> dict:
         next_values, next_nu, next_alpha, next_beta = agent.critic(rollout.next_obs)
         next_value_vars = nig_value_variance(next_nu, next_alpha, next_beta)
         old_log_probs = gaussian_log_prob(rollout.actions, agent.actor(rollout.obs), agent.actor.action_log_std())
-        # EPPO: GAE's mean and variance over time first (Eq. gae_var / gae_var_ind), then the UCB advantage (Eq. ucb)
+        # EPPO: GAE's mean and variance over time first (Eq. (4) / gae_var_ind), then the UCB advantage (Eq. (3))
         advantages, advantage_vars = (time_major(output) for output in probabilistic_gae(
             time_major(rollout.rewards), time_major(values), time_major(value_vars),
             time_major(next_values.reshape(rollout.shape)), time_major(next_value_vars.reshape(rollout.shape)),
@@ -755,7 +755,7 @@ def update(run, batch: dict, args: Args) -> dict:
     for epoch in range(args.update_epochs):
         for mb in minibatches(run, batch):  # none left once the run must stop (non-finite steps in a row)
             losses, stats = ppo_loss(run.agent, mb, args)
-            # EPPO: --critic-grad-clip none leaves the critic's gradient unclipped (issue 46)
+            # EPPO: --critic-grad-clip none leaves the critic's gradient unclipped (docs/eppo_critic)
             stepped = optimizer_step(run, losses, unclipped=("critic",) if args.critic_grad_clip == "none" else ())
             # EPPO: the critic's gradient norm before clipping and the head rows' shares of it
             shares = head_gradient_shares(run.agent.critic.head.weight.grad, run.agent.critic.head.bias.grad[:, 0])
@@ -1294,7 +1294,7 @@ class Run:
                 self.env.set_state(sim, env_state)
         for generator, checkpoint in zip(self.generators, checkpoints):
             generator.set_state(checkpoint["rng"]["torch"])
-        # theta_0 as the run drew it; a checkpoint written before issue 47 has none: the build's draw stays (the
+        # theta_0 as the run drew it; a checkpoint written before 2026-11-29 (831c558) has none: the build's draw stays (the
         # same seed's generator, so the same parameters while the initialization code is unchanged)
         for k, checkpoint in enumerate(checkpoints):
             for network, parameters in checkpoint.get("initial_parameters", {}).items():

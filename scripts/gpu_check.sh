@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# One-shot GPU check (issue 11), under 8 minutes on a GPU machine with 16 cores:
+# One-shot GPU check, under 8 minutes on a GPU machine with 16 cores:
 #   1. every algorithm script (*_continuous.py), tiny, with --cuda at --num-seeds 1 and 4: exit 0 and the expected
 #      evaluation rows;
 #   2. one tiny CUDA run repeated: identical evaluations.csv (determinism with --torch-deterministic);
 #   3. the steps/s table: --num-seeds 16 and 64 on CUDA with every core stepping the simulations (--env-threads 0),
 #      and 1 and 4 on the CPU (one thread each), beside the raw simulator's steps/s on one core measured by
 #      scripts/benchmark_sps.py in the same process, and the aggregate against (cores x one core's raw simulator):
-#      issue 18's target is >= 0.6 at --num-seeds 64 on both environments.
+#      the target is >= 0.6 at --num-seeds 64 on both environments.
 #
 #   bash scripts/gpu_check.sh [OUT_DIR]      (default: runs/gpu_check; the table is OUT_DIR/table.md)
 #

@@ -4,7 +4,7 @@ import numpy as np
 
 
 def brute_force_gae(rewards, values, next_values, terminations, dones, gamma, gae_lambda, next_value_vars=None):
-    """GAE over a (T, envs) or (T,) rollout as double sums straight from the definitions, env by env (Eq. gae):
+    """GAE over a (T, envs) or (T,) rollout as double sums straight from the definitions, env by env (Eq. (1)):
 
         A_t = sum_{l>=0} (gamma lambda)^l prod_{k<l} (1 - done_{t+k}) delta_{t+l},
         delta_t = r_t + gamma (1 - term_t) V(s_{t+1}) - V(s_t),
