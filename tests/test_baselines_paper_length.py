@@ -1,0 +1,100 @@
+"""docs/baselines_paper_length/analyze.py (the paper's seven methods at its length) on hand-made runs with known
+answers, and its committed tables held to the README's commands."""
+
+import importlib.util
+import json
+import os
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from fake_algorithm import write_run
+from tiny_run import REPO_ROOT
+
+spec = importlib.util.spec_from_file_location("baselines_analyze",
+                                              os.path.join(REPO_ROOT, "docs", "baselines_paper_length", "analyze.py"))
+analyze = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(analyze)
+STUDY = os.path.join(REPO_ROOT, "docs", "baselines_paper_length")
+
+
+def test_the_significance_matrix_is_the_one_sided_paired_test_of_row_better_than_column():
+    """Brute force with scipy: entry (i, j) is ttest_rel(row, column, alternative) over the seeds, 'greater' for
+    the ranks and 'less' for dormant units (fewer is better); only j < i is filled."""
+    rng = np.random.default_rng(0)
+    values = {m: {seed: float(rng.normal(i, 1.0)) for seed in range(1, 9)} for i, m in enumerate(analyze.METHODS)}
+    for higher, alternative in ((True, "greater"), (False, "less")):
+        rows = analyze.lower_triangle(values, higher)
+        assert [row for row, _ in rows] == list(analyze.METHODS)
+        for i, (row, cells) in enumerate(rows):
+            assert len(cells) == i
+            for column, p in zip(analyze.METHODS, cells):
+                a, b = [values[row][s] for s in range(1, 9)], [values[column][s] for s in range(1, 9)]
+                assert p == pytest.approx(stats.ttest_rel(a, b, alternative=alternative).pvalue, rel=1e-12)
+
+
+def test_a_methods_level_is_the_welch_test_against_the_papers_seeds():
+    assert analyze.level(0.05, 100.0, 200.0) == "at"
+    assert analyze.level(0.049, 100.0, 200.0) == "below"
+    assert analyze.level(0.01, 300.0, 200.0) == "above"
+
+
+def runs_with_aulc(means: dict, spread=30.0) -> dict:
+    """method -> seed -> (run with .aulc, {}, {}): seed s of a method returns mean + spread * (s - 4.5) + a small
+    seed-specific wobble, so that a method equal in mean to PPO is level with it in the paired test."""
+    wobble = {s: (-1) ** s * 3.0 * s for s in range(1, 9)}
+    return {m: {s: (SimpleNamespace(aulc=mean + spread * (s - 4.5) + wobble[s] * (i + 1)), {}, {})
+                for s in range(1, 9)} for i, (m, mean) in enumerate(means.items())}
+
+
+@pytest.mark.parametrize("baseline_levels, baseline_means, eppo_mean_level, expected", [
+    (("at", "above", "below"), (2000, 2600, 1500), "below", "1, in our EPPO: PFO, CB at or above the paper's level; "
+                                                           "within EPPO, the evidential critic (EPPO_mean below too)"),
+    (("at", "at", "below"), (2000, 2000, 1500), "at", "1, in our EPPO: PFO, CB at or above the paper's level; within "
+                                                      "EPPO, the bonus (EPPO_mean at its level, EPPO_cor and EPPO_ind "
+                                                      "below)"),
+    (("below", "below", "at"), (1880, 1882, 1800), "below", "2, in the paper's PPO: PFO, CB below the paper's level "
+                                                            "and level with our PPO"),
+    (("below", "below", "below"), (1300, 1200, 1880), "below", "3, in the pipeline every method shares: PFO, CB below "
+                                                               "the paper's level and apart from our PPO"),
+    (("below", "below", "at"), (1880, 1200, 2600), "below", "4, mixed: no place is named; read method by method"),
+])
+def test_the_reading_names_the_first_pattern_that_holds(baseline_levels, baseline_means, eppo_mean_level, expected):
+    """README's patterns, in its order, on hand-made levels and seeds (PPO at 1,880 on every reading)."""
+    levels = {"PPO": (0.7, "at"), "EPPO_mean": (0.0, eppo_mean_level), "EPPO_cor": (0.0, "below"),
+              "EPPO_ind": (0.0, "below"), **{m: (0.0, lv) for m, lv in zip(analyze.BASELINES, baseline_levels)}}
+    means = {"PPO": 1880, **dict(zip(analyze.BASELINES, baseline_means)), "EPPO_mean": 1500, "EPPO_cor": 1500,
+             "EPPO_ind": 1585}
+    assert analyze.reading(levels, runs_with_aulc(means)) == expected
+
+
+def test_tables_of_hand_made_runs(tmp_path, capsys):
+    """Seven methods on 3 seeds (interim), AULC = 100 x (column index) + seed: the last column is bold, every other
+    is below it on every seed by the same margin plus nothing (paired p = 0): none underlined; the cost table reads
+    summary.json."""
+    root = tmp_path / "outputs"
+    for i, method in enumerate(analyze.METHODS):
+        for seed in (1, 2, 3):
+            run_dir = root / "paralysis" / "Ant" / "back-one" / method / f"seed{seed}"
+            write_run(str(run_dir), method=method, env_id="Ant-v5", seed=seed, steps_per_task=100, num_tasks=3,
+                      eval_frequency=50, returns=lambda step, task, i=i, seed=seed: 100.0 * i + seed * (1 + i / 10))
+            with open(run_dir / "summary.json", "w") as f:
+                json.dump({"status": "finished", "group_train_sps": 1000.0 * (i + 1), "wall_time_s": 3600.0 * 3,
+                           "num_seeds": 3}, f)
+    assert analyze.main(["paralysis/Ant/back-one", "--roots", str(root), "--cost"]) == 0
+    out = capsys.readouterr().out
+    assert "**Interim**" in out and "The reading" not in out
+    aulc_row = next(line for line in out.splitlines() if line.startswith("| AULC, ours"))
+    cells = aulc_row.split(" | ")[1:]
+    assert cells[-1].startswith("**") and not any("**" in c or "<u>" in c for c in cells[:-1])
+    assert "| PFO | 3 | [3] | 2,000 | 1.00 |" in out
+
+
+@pytest.mark.parametrize("setting, tables", [("paralysis/Ant/back-one", "ant_tables.md"),
+                                             ("paralysis/HalfCheetah/back-one", "halfcheetah_tables.md")])
+def test_the_committed_tables_are_what_the_readmes_command_prints(setting, tables, capsys):
+    assert analyze.main([setting, "--cost"]) == 0
+    with open(os.path.join(STUDY, tables)) as f:
+        assert capsys.readouterr().out == f.read()
