@@ -235,6 +235,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bootstrap-reps", type=int, default=summarize.BOOTSTRAP_REPS,
                         help=f"bootstrap resamples of the performance profiles' intervals (default {summarize.BOOTSTRAP_REPS})")  # fmt: skip
     parser.add_argument("--bootstrap-seed", type=int, default=0, help="seed of that resampling (default 0)")
+    parser.add_argument("--split-by-config", action="store_true",
+                        help="draw each group of runs whose flags differ as its own method (as summarize.py's)")
     args = parser.parse_args(argv)
     if args.bootstrap_reps < 1:
         print("error: --bootstrap-reps must be >= 1", file=sys.stderr)
@@ -257,7 +259,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.methods:
         keep = {m.strip() for m in args.methods.split(",")}
         runs = [r for r in runs if r.method in keep]
-    groups, left_out = summarize.group_runs(runs)
+    # the runs of one curve are of one configuration only (summarize.py's check and message)
+    conflicts = [] if args.split_by_config else summarize.config_conflicts(runs)
+    if conflicts:
+        print(summarize.config_error(conflicts), file=sys.stderr)
+        return 2
+    groups, left_out = summarize.group_runs(runs, split_by_config=args.split_by_config)
     for run in left_out:
         print(f"left out: {run.run_dir}: {'; '.join(run.problems)}", file=sys.stderr)
     if not groups:

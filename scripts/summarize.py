@@ -5,6 +5,8 @@
     python scripts/summarize.py runs/sweep --format latex    # or csv
     python scripts/summarize.py runs/grid --select-kappa     # kappa grid search -> paper_kappa.csv format
     python scripts/summarize.py runs/sweep --robust --threshold 2000   # + IQM, bootstrap intervals, every seed
+    python scripts/summarize.py runs/sweep --p-values        # each cell's t-test p-value against the best
+    python scripts/summarize.py runs/sweep --split-by-config # runs whose flags differ: one column per configuration
 
 Reads every run directory under ROOT (evaluations.csv, config.json, summary.json). Per run (paper §4):
 - AULC: mean of the evaluation return (return_mean, itself the mean over the evaluation episodes)
@@ -18,8 +20,12 @@ alternative="greater"); not significantly worse when p >= 0.05.
 Average score: mean of the cell means over the settings; average ranking: mean over the settings of
 each method's rank by cell mean (1 = highest; ties share the average rank). Both use only the
 settings in which every method of the table has results, so that methods are compared on the same
-settings. Runs that did not finish (no summary.json) or lack evaluation rows are listed separately
-and never averaged.
+settings. Runs that did not finish (no summary.json), lack evaluation rows or have no usable config.json
+are listed separately and never averaged. The runs of one cell must agree in every key of config.json but
+the bookkeeping ones (BOOKKEEPING_KEYS: seed, run directory, threads, device, tracking, ...): otherwise the
+tool stops (exit 2) with one line per group of runs that agree, or with --split-by-config shows each group
+as its own column. Output: Markdown into a file or a pipe, plain text (no Markdown or HTML) on a terminal,
+or --format markdown|text|csv|latex.
 
 Robust statistics (--robust, Markdown and CSV; docs/statistics.md): the paper's tables stay as they are,
 and the aggregate statistics that Agarwal et al. 2021 ("Deep RL at the edge of the statistical precipice")
@@ -65,6 +71,43 @@ PAPER_RESULTS_CSV = os.path.join(runlist.SCRIPTS_DIR, "paper_results.csv")
 ENV_ORDER = list(runlist.ENV_IDS)
 RUN_DIR_MARKERS = ("evaluations.csv", "config.json", "summary.json", "stdout.log")
 
+# The keys of config.json that may differ between the runs of one cell (setting x method), each with why: every
+# other key must be equal in them all (check_configs below), i.e. every Args field a script records under "args"
+# (its flags, defaults included) and config.json's own entries (script, method, num_tasks, total_steps, schedule).
+# A key one run records and another lacks is a difference (a run from before the flag existed), and a default
+# that changed shows as the value each run recorded. These say which seed a run is, where it writes, how fast or
+# on what it computed, where it logged, or what code and libraries wrote it: none changes what a finished run's
+# evaluations measure.
+BOOKKEEPING_KEYS = {
+    # Args fields
+    "seed": "the runs of a cell are its seeds (the t-tests pair cells by seed)",
+    "num_seeds": "how many seeds one process trains side by side; a seed's results do not depend on the seeds "
+                 "beside it (docs/batched-seeds.md)",
+    "run_dir": "where the run writes",
+    "exp_name": "a name in the default run directory and the run name",
+    "torch_threads": "threads of torch on the CPU: speed",
+    "env_threads": "threads that step the simulations: speed; the results do not depend on it",
+    "cuda": "the device",
+    "torch_deterministic": "deterministic kernels on the device: reruns bit for bit, not another computation",
+    "track": "Weights & Biases logging on or off",
+    "wandb_project_name": "where Weights & Biases logs",
+    "wandb_entity": "where Weights & Biases logs",
+    "overwrite": "what to do with an earlier run's outputs in run_dir",
+    "trust_checkpoint": "how checkpoints are unpickled",
+    "checkpoint_frequency": "how often checkpoint.pt is written; a resumed run continues bit for bit",
+    "max_nonfinite_skips": "when to stop after non-finite steps; a finished run never reached it",
+    "save_states": "whether states.npz (the visited observations) is written beside the run",
+    "save_states_every": "which observations states.npz keeps",
+    # config.json's own entries
+    "run_name": "made of exp_name and seed",
+    "git_commit": "the commit that ran: a flag or a default that changed between two commits shows in the flags",
+    "python": "library version: requirements.txt pins it",
+    "torch": "library version: requirements.txt pins it (the CPU and the CUDA build of one version differ here)",
+    "gymnasium": "library version: requirements.txt pins it",
+    "mujoco": "library version: requirements.txt pins it",
+    "numpy": "library version: requirements.txt pins it",
+}
+
 
 @dataclass(frozen=True)
 class Evaluation:
@@ -88,6 +131,7 @@ class RunRecord:
     evaluations: list[Evaluation] = field(default_factory=list)
     aulc: float | None = None
     final_return: float | None = None
+    config: dict | None = None  # config.json's keys that must agree within a cell (config_values)
     problems: list[str] = field(default_factory=list)
 
     @property
@@ -177,17 +221,40 @@ def kappa_from_path(run_dir: str) -> float | None:
     return None
 
 
+def read_config(path: str) -> tuple[dict | None, str | None]:
+    """(config.json as a dict, None), or (None, why it cannot be used): unreadable, not JSON, not an object, or
+    its "args" not an object."""
+    try:
+        with open(path, "rb") as f:
+            config = json.loads(f.read().decode("utf-8"))
+    except (OSError, ValueError) as error:  # ValueError: JSONDecodeError, UnicodeDecodeError
+        return None, f"unreadable config.json ({error})"
+    if not isinstance(config, dict):
+        return None, f"malformed config.json (a JSON {type(config).__name__}, not an object)"
+    if not isinstance(config.get("args", {}), dict):
+        return None, "malformed config.json (its args is not an object)"
+    return config, None
+
+
+def config_values(config: dict) -> dict:
+    """The keys of a run's config.json that the runs of one cell must agree in: every Args field ("args") and
+    every entry of config.json itself, less BOOKKEEPING_KEYS. config.json's own num_tasks replaces the flag of
+    that name: it is the flag resolved (--num-tasks 0 = the whole schedule)."""
+    values = {**config.get("args", config), **{k: v for k, v in config.items() if k != "args"}}
+    return {k: v for k, v in values.items() if k not in BOOKKEEPING_KEYS}
+
+
 def load_run(run_dir: str) -> RunRecord:
     """Identity from config.json (else the path layout), metrics from evaluations.csv."""
     record = RunRecord(run_dir)
     config_path = os.path.join(run_dir, "config.json")
     config = None
-    if os.path.isfile(config_path):
-        try:
-            with open(config_path) as f:
-                config = json.load(f)
-        except (OSError, json.JSONDecodeError) as error:
-            record.problems.append(f"unreadable config.json ({error})")
+    if os.path.exists(config_path):
+        config, problem = read_config(config_path)
+        if problem:
+            record.problems.append(problem)
+    else:
+        record.problems.append("no config.json (its flags cannot be checked)")
     path_identity = identity_from_path(run_dir)
     if config is not None:
         args = config.get("args", config)
@@ -196,11 +263,23 @@ def load_run(run_dir: str) -> RunRecord:
             record.seed = int(args["seed"])
             record.steps_per_task = int(args["steps_per_task"])
             record.eval_frequency = int(args["eval_frequency"])
+            num_tasks = config.get("num_tasks") or args.get("num_tasks") or None
+            record.num_tasks = None if num_tasks is None else int(num_tasks)
         except (KeyError, TypeError, ValueError) as error:
             record.problems.append(f"config.json lacks a valid {error}")
-        record.method = config.get("method") or runlist.method_for_script(config.get("script", ""), args.get("variant"))
-        record.kappa = args.get("kappa")
-        record.num_tasks = config.get("num_tasks") or args.get("num_tasks") or None
+        if any(value is not None and value < 1 for value in (record.steps_per_task, record.eval_frequency, record.num_tasks)):
+            record.problems.append("config.json: steps_per_task, eval_frequency and num_tasks must be positive")
+            record.steps_per_task = record.eval_frequency = record.num_tasks = None
+        script, method, kappa = config.get("script", ""), config.get("method"), args.get("kappa")
+        if not isinstance(script, str) or not isinstance(method, (str, type(None))) or not isinstance(args.get("variant"), (str, type(None))):
+            record.problems.append("malformed config.json (script, method or variant not a string)")
+        else:
+            record.method = method or runlist.method_for_script(script, args.get("variant"))
+        if isinstance(kappa, (int, float)) and not isinstance(kappa, bool) or kappa is None:
+            record.kappa = kappa
+        else:
+            record.problems.append(f"malformed config.json (kappa {kappa!r} is not a number)")
+        record.config = config_values(config)
     elif path_identity is not None:
         record.setting, record.method, record.seed = path_identity
     if record.method is None and path_identity is not None:
@@ -226,7 +305,8 @@ def load_run(run_dir: str) -> RunRecord:
         record.problems.append("evaluations.csv has no rows")
         return record
     if record.steps_per_task is None or record.eval_frequency is None or record.num_tasks is None:
-        record.problems.append("no steps_per_task/num_tasks/eval_frequency (config.json): cannot check rows or compute Final Return")
+        if config is not None and not any(p.startswith("config.json") for p in record.problems):  # else said above
+            record.problems.append("no steps_per_task/num_tasks/eval_frequency (config.json): cannot check rows or compute Final Return")
         return record
     record.problems.extend(evaluation_problems(record.evaluations, record.steps_per_task, record.num_tasks, record.eval_frequency))
     if record.complete:
@@ -249,8 +329,9 @@ def load_runs(root: str) -> list[RunRecord]:
 
 
 def method_order(methods) -> list[str]:
-    """The paper's column order first, then other labels alphabetically."""
-    return sorted(set(methods), key=lambda m: _position(m, list(runlist.METHODS)))
+    """The paper's column order first, then other labels alphabetically; a label that --split-by-config made
+    ('PPO [learning_rate=0.001]') goes where its method goes."""
+    return sorted(set(methods), key=lambda m: _position(m.split(" [", 1)[0], list(runlist.METHODS)) + (m,))
 
 
 def _position(item, order) -> tuple[int, str]:
@@ -268,22 +349,114 @@ def setting_order(settings) -> list[runlist.Setting]:
     return sorted(set(settings), key=key)
 
 
-def group_runs(runs: list[RunRecord]) -> tuple[dict[tuple[runlist.Setting, str], dict[int, RunRecord]], list[RunRecord]]:
-    """Complete runs -> {(setting, label): {seed: run}}, plus the runs left out (incomplete or duplicate seed).
-    The label is the method, with ' (kappa=K)' added when one setting holds several kappas of a method."""
+def _cell_labels(runs: list[RunRecord]) -> dict[int, str]:
+    """id(run) -> its column label, for the complete runs: the method, with ' (kappa=K)' added when one setting
+    holds several kappas of a method."""
     kappas: dict[tuple[runlist.Setting, str], set] = {}
     for run in runs:
         if run.complete:
             kappas.setdefault((run.setting, run.method), set()).add(run.kappa)
+    return {id(run): f"{run.method} (kappa={run.kappa})" if len(kappas[(run.setting, run.method)]) > 1 else run.method
+            for run in runs if run.complete}  # fmt: skip
+
+
+@dataclass
+class ConfigGroup:
+    """The runs of one cell that agree in every key config.json records but BOOKKEEPING_KEYS."""
+
+    runs: list[RunRecord]
+    shown: dict[str, str]  # the keys in which the cell's groups differ -> this group's value, as text
+
+    def suffix(self) -> str:
+        return ", ".join(f"{key}={value}" for key, value in self.shown.items())
+
+
+@dataclass
+class ConfigConflict:
+    """A cell whose complete runs do not agree: two groups or more."""
+
+    setting: runlist.Setting
+    label: str
+    groups: list[ConfigGroup]
+
+    def lines(self) -> list[str]:
+        return [f"{self.setting} {self.label}: {group.suffix()}: {', '.join(run.run_dir for run in group.runs)}" for group in self.groups]
+
+
+ABSENT = "(absent)"  # how a key that a run's config.json lacks is shown
+
+
+def _comparable(value) -> str:
+    """A value of config.json as a key for equality: 1 and 1.0 are equal, True and 1 are not, NaN equals NaN."""
+    def normal(v):
+        if isinstance(v, float) and v.is_integer():
+            return int(v)
+        if isinstance(v, list):
+            return [normal(x) for x in v]
+        if isinstance(v, dict):
+            return {str(k): normal(x) for k, x in v.items()}
+        return v
+
+    return json.dumps(normal(value), sort_keys=True)
+
+
+def _show_value(config: dict, key: str) -> str:
+    if key not in config:
+        return ABSENT
+    value = config[key]
+    if isinstance(value, str):
+        return value if value else '""'
+    if isinstance(value, (list, dict)):
+        return json.dumps(value, separators=(",", ":"))
+    return str(value)  # True, 0.001, None, 1024
+
+
+def config_conflicts(runs: list[RunRecord]) -> list[ConfigConflict]:
+    """The cells (setting x column label) whose complete runs differ in a key of config.json that is not in
+    BOOKKEEPING_KEYS, each with its groups of runs that agree (in the order of their first run directory) and
+    the differing keys' values; [] when every cell's runs agree. Cells in table order."""
+    labels = _cell_labels(runs)
+    cells: dict[tuple[runlist.Setting, str], list[RunRecord]] = {}
+    for run in sorted((r for r in runs if r.complete), key=lambda r: r.run_dir):
+        cells.setdefault((run.setting, labels[id(run)]), []).append(run)
+    conflicts = []
+    for (setting, label), cell_runs in cells.items():
+        configs = [run.config or {} for run in cell_runs]
+        keys = sorted({key for config in configs for key in config})
+        signature = lambda config: tuple(_comparable(config[k]) if k in config else ABSENT for k in keys)  # noqa: E731
+        groups: dict[tuple, list[int]] = {}
+        for i, config in enumerate(configs):
+            groups.setdefault(signature(config), []).append(i)
+        if len(groups) < 2:
+            continue
+        differing = [k for j, k in enumerate(keys) if len({sig[j] for sig in groups}) > 1]
+        conflicts.append(ConfigConflict(setting, label, [
+            ConfigGroup([cell_runs[i] for i in members], {k: _show_value(configs[members[0]], k) for k in differing})
+            for members in groups.values()
+        ]))  # fmt: skip
+    order = {s: i for i, s in enumerate(setting_order(c.setting for c in conflicts))}
+    methods = method_order(c.label for c in conflicts)
+    return sorted(conflicts, key=lambda c: (order[c.setting], methods.index(c.label)))
+
+
+def group_runs(runs: list[RunRecord], split_by_config: bool = False
+               ) -> tuple[dict[tuple[runlist.Setting, str], dict[int, RunRecord]], list[RunRecord]]:  # fmt: skip
+    """Complete runs -> {(setting, label): {seed: run}}, plus the runs left out (incomplete or duplicate seed).
+    The label is the method, with ' (kappa=K)' added when one setting holds several kappas of a method. Runs of
+    one cell that differ in their flags are pooled (main refuses them: config_conflicts) unless `split_by_config`:
+    then each group of runs that agree is its own cell, its label followed by the keys and values in which it
+    differs from the cell's other groups: 'PPO [learning_rate=0.001, norm_reward=False]'."""
+    labels = _cell_labels(runs)
+    if split_by_config:
+        for conflict in config_conflicts(runs):
+            for group in conflict.groups:
+                labels.update({id(run): f"{conflict.label} [{group.suffix()}]" for run in group.runs})
     groups: dict[tuple[runlist.Setting, str], dict[int, RunRecord]] = {}
     left_out = [run for run in runs if not run.complete]
     for run in runs:
         if not run.complete:
             continue
-        label = run.method
-        if len(kappas[(run.setting, run.method)]) > 1:
-            label = f"{run.method} (kappa={run.kappa})"
-        cell = groups.setdefault((run.setting, label), {})
+        cell = groups.setdefault((run.setting, labels[id(run)]), {})
         if run.seed in cell:
             run.problems.append(f"same setting, method and seed as {cell[run.seed].run_dir}")
             left_out.append(run)
@@ -530,8 +703,8 @@ def robust_summary(groups: dict, metric: str, experiment: str, options: RobustOp
     return RobustSummary(metric, settings, methods, cells, comparable, aggregate, options.normalize)
 
 
-def robust_summaries(runs: list[RunRecord], options: RobustOptions) -> list[tuple[str, list[RobustSummary]]]:
-    groups, _ = group_runs(runs)
+def robust_summaries(runs: list[RunRecord], options: RobustOptions, split_by_config: bool = False) -> list[tuple[str, list[RobustSummary]]]:
+    groups, _ = group_runs(runs, split_by_config)
     return [
         (experiment, [robust_summary(groups, metric, experiment, options) for metric in METRICS])
         for experiment in experiment_order(s.experiment for s, _ in groups)
@@ -552,6 +725,7 @@ class Shown:
     paper: tuple[float, float | None] | None = None
     n: int | None = None
     is_rank: bool = False
+    p_value: float | None = None  # a cell's t-test against the best of its setting (None: the best, or no cell)
 
 
 @dataclass
@@ -604,7 +778,7 @@ def _shown(summary: MetricSummary, setting, method, with_n: bool) -> Shown | Non
     if cell is None:
         return None
     paper = summary.paper.get((summary.metric, setting, method))
-    return Shown(cell.mean, cell.se, cell.best, cell.not_worse, paper, cell.n if with_n else None)
+    return Shown(cell.mean, cell.se, cell.best, cell.not_worse, paper, cell.n if with_n else None, p_value=cell.p_value)
 
 
 def _aggregate_shown(summary: MetricSummary, settings: list, ranking: bool) -> list[Shown]:
@@ -696,8 +870,8 @@ def rows_table(summaries: list[MetricSummary], experiment: str) -> Table:
     return Table(experiment, ["Metric", "Environment", "Strategy"], [], methods, rows, notes)
 
 
-def build_tables(runs: list[RunRecord], paper: dict | None = None) -> tuple[list[Table], list[RunRecord]]:
-    groups, left_out = group_runs(runs)
+def build_tables(runs: list[RunRecord], paper: dict | None = None, split_by_config: bool = False) -> tuple[list[Table], list[RunRecord]]:
+    groups, left_out = group_runs(runs, split_by_config)
     tables = []
     for experiment in experiment_order(s.experiment for s, _ in groups):
         summaries = [summarize_metric(groups, metric, experiment, paper) for metric in METRICS]
@@ -723,36 +897,66 @@ def auto_decimals(tables: list[Table]) -> int:
     return 0 if means and min(means) >= 100 else 2
 
 
-def _plain(shown: Shown | None, decimals: int, rich: str) -> str:
-    """Cell text for Markdown (rich='md') or LaTeX (rich='tex')."""
+TEXT_MARKS = {"best": "*", "not_worse": "~"}  # plain text (--format text): what bold and underlined are in Markdown
+
+
+def _p_text(p: float) -> str:
+    return "no t-test" if math.isnan(p) else f"p={p:.3g}"
+
+
+def _plain(shown: Shown | None, decimals: int, rich: str, p_values: bool = False) -> str:
+    """Cell text for Markdown (rich='md'), plain text (rich='text': marks instead of bold and underline) or LaTeX
+    (rich='tex'); with `p_values` a cell tested against the best is followed by the test's p-value."""
     if shown is None:
-        return "–" if rich == "md" else "--"
+        return "--" if rich == "tex" else "–"
     digits = 1 if shown.is_rank else decimals
     text = _number(shown.mean, digits)
     if shown.se is not None:
-        text = f"{text} ± {_number(shown.se, decimals)}" if rich == "md" else f"{text}\\sd{{\\pm {_number(shown.se, decimals)}}}"
+        text = f"{text}\\sd{{\\pm {_number(shown.se, decimals)}}}" if rich == "tex" else f"{text} ± {_number(shown.se, decimals)}"
     if shown.n is not None:
-        text += f" (n={shown.n})" if rich == "md" else f"\\sd{{\\,(n={shown.n})}}"
+        text += f"\\sd{{\\,(n={shown.n})}}" if rich == "tex" else f" (n={shown.n})"
     if rich == "md":
         if shown.bold:
             text = f"**{text}**"
         elif shown.underline:
             text = f"<u>{text}</u>"
+    elif rich == "text":
+        if shown.bold:
+            text += f" {TEXT_MARKS['best']}"
+        elif shown.underline:
+            text += f" {TEXT_MARKS['not_worse']}"
     else:
         if shown.bold:
             text = f"\\bf {text}"
         elif shown.underline:
             text = f"\\underline{{{text}}}"
         text = f"${text}$"
+    if p_values and shown.p_value is not None:
+        text += f" {{\\scriptsize ({_p_text(shown.p_value)})}}" if rich == "tex" else f" ({_p_text(shown.p_value)})"
     if shown.paper is not None:
         paper_mean, paper_se = shown.paper
         paper_digits = 1 if shown.is_rank else 0  # the paper prints integers (ranks: one decimal)
-        paper_text = _number(paper_mean, paper_digits) + ("" if paper_se is None else (" ± " if rich == "md" else " $\\pm$ ") + _number(paper_se, 0))
-        text += f" (paper {paper_text})" if rich == "md" else f" {{\\scriptsize (paper {paper_text})}}"
+        paper_text = _number(paper_mean, paper_digits) + ("" if paper_se is None else (" $\\pm$ " if rich == "tex" else " ± ") + _number(paper_se, 0))
+        text += f" {{\\scriptsize (paper {paper_text})}}" if rich == "tex" else f" (paper {paper_text})"
     return text
 
 
-def render_markdown(tables: list[Table], left_out: list[RunRecord], decimals: int) -> str:
+def _legend(style: str, p_values: bool) -> str:
+    if style == "md":
+        text = ("Mean ± standard error over seeds; **bold**: highest mean; <u>underlined</u>: not significantly worse than the best "
+                f"(one-sided paired t-test over seeds, p ≥ {SIGNIFICANCE_LEVEL}).")
+    else:
+        text = (f"Mean ± standard error over seeds; {TEXT_MARKS['best']}: highest mean; {TEXT_MARKS['not_worse']}: not significantly "
+                f"worse than the best (one-sided paired t-test over seeds, p ≥ {SIGNIFICANCE_LEVEL}).")
+    if p_values:
+        text += (" (p=…): that test's p-value against the best cell of the same setting (no t-test: fewer than 2 seeds "
+                 "paired with the best; the best itself has none).")
+    return text
+
+
+def render_markdown(tables: list[Table], left_out: list[RunRecord], decimals: int, p_values: bool = False, style: str = "md") -> str:
+    """The tables in Markdown; style='text' writes the marks of plain text (render_text) instead of bold and
+    underline."""
     out = []
     for table in tables:
         seeds = set(table.seed_counts)
@@ -770,13 +974,9 @@ def render_markdown(tables: list[Table], left_out: list[RunRecord], decimals: in
         out.append("| " + " | ".join(header) + " |")
         out.append("|" + "|".join(["---"] * len(table.metric_label_columns) + [":---:"] * len(value_headers)) + "|")
         for row in table.rows:
-            out.append("| " + " | ".join(row.labels + [_plain(c, decimals, "md") for c in row.cells]) + " |")
+            out.append("| " + " | ".join(row.labels + [_plain(c, decimals, style, p_values) for c in row.cells]) + " |")
         out.append("")
-        out.append(
-            "Mean ± standard error over seeds; **bold**: highest mean; <u>underlined</u>: not significantly worse than the best "
-            f"(one-sided paired t-test over seeds, p ≥ {SIGNIFICANCE_LEVEL})."
-            + (f" Seeds per cell: {seeds.pop()}." if len(seeds) == 1 else "")
-        )
+        out.append(_legend(style, p_values) + (f" Seeds per cell: {seeds.pop()}." if len(seeds) == 1 else ""))
         out += [f"- {note}" for note in table.notes]
         out.append("")
     if left_out:
@@ -790,7 +990,49 @@ def render_markdown(tables: list[Table], left_out: list[RunRecord], decimals: in
     return "\n".join(out)
 
 
-def render_latex(tables: list[Table], left_out: list[RunRecord], decimals: int) -> str:
+def markdown_to_text(markdown: str) -> str:
+    """Plain text for a terminal from the Markdown this module writes: a '#' heading as its text underlined, a
+    pipe table as aligned columns (numbers right-aligned where the alignment row says so), the rest as it is."""
+    lines, out, i = markdown.split("\n"), [], 0
+    while i < len(lines):
+        if lines[i].startswith("|"):
+            block = []
+            while i < len(lines) and lines[i].startswith("|"):
+                block.append([cell.strip() for cell in lines[i].strip().split("|")[1:-1]])
+                i += 1
+            out += _aligned_columns(block)
+            continue
+        hashes, _, title = lines[i].partition(" ")
+        if hashes and set(hashes) == {"#"} and title:
+            out += [title, ("=" if len(hashes) <= 2 else "-") * len(title)]
+        else:
+            out.append(lines[i])
+        i += 1
+    return "\n".join(out)
+
+
+def _aligned_columns(block: list[list[str]]) -> list[str]:
+    is_rule = len(block) > 1 and all(cell and set(cell) <= {"-", ":"} for cell in block[1])
+    rows = [block[0]] + block[2 if is_rule else 1 :]
+    right = [cell.endswith(":") and not cell.startswith(":") for cell in block[1]] if is_rule else []
+    width = [max(len(row[j]) if j < len(row) else 0 for row in rows) for j in range(max(map(len, rows)))]
+    aligned = []
+    for k, row in enumerate(rows):
+        cells = [(row[j] if j < len(row) else "").rjust(width[j]) if j < len(right) and right[j] else (row[j] if j < len(row) else "").ljust(width[j])
+                 for j in range(len(width))]  # fmt: skip
+        aligned.append("  ".join(cells).rstrip())
+        if k == 0:
+            aligned.append("  ".join("-" * w for w in width))
+    return aligned
+
+
+def render_text(tables: list[Table], left_out: list[RunRecord], decimals: int, p_values: bool = False) -> str:
+    """The tables as plain text for a terminal: aligned columns, no Markdown or HTML; the highest mean marked
+    TEXT_MARKS['best'] and the cells not significantly worse than it TEXT_MARKS['not_worse'], as the legend says."""
+    return markdown_to_text(render_markdown(tables, left_out, decimals, p_values, style="text"))
+
+
+def render_latex(tables: list[Table], left_out: list[RunRecord], decimals: int, p_values: bool = False) -> str:
     out = [
         "% Needs \\usepackage{booktabs}; \\sd as in the paper:",
         "\\providecommand{\\sd}[1]{\\scriptstyle #1}",
@@ -814,7 +1056,7 @@ def render_latex(tables: list[Table], left_out: list[RunRecord], decimals: int) 
         for row in table.rows:
             if row.rule_before:
                 out.append("\\midrule")
-            out.append(" & ".join([tex(label) for label in row.labels] + [_plain(c, decimals, "tex") for c in row.cells]) + " \\\\")
+            out.append(" & ".join([tex(label) for label in row.labels] + [_plain(c, decimals, "tex", p_values) for c in row.cells]) + " \\\\")
         out += ["\\bottomrule", "\\end{tabular}"]
         out += [f"% {note}" for note in table.notes]
     for run in left_out:
@@ -826,9 +1068,9 @@ CSV_FIELDS = ["experiment", "metric", "row", "env", "strategy", "method", "n", "
               "not_significantly_worse", "p_value", "paper_mean", "paper_se"]  # fmt: skip
 
 
-def csv_rows(runs: list[RunRecord], paper: dict | None = None) -> list[dict]:
+def csv_rows(runs: list[RunRecord], paper: dict | None = None, split_by_config: bool = False) -> list[dict]:
     """Long format: one row per cell (row='cell') plus average score / ranking rows."""
-    groups, _ = group_runs(runs)
+    groups, _ = group_runs(runs, split_by_config)
     rows = []
     for experiment in experiment_order(s.experiment for s, _ in groups):
         for metric in METRICS:
@@ -860,16 +1102,16 @@ def csv_rows(runs: list[RunRecord], paper: dict | None = None) -> list[dict]:
     return rows
 
 
-def render_csv(runs: list[RunRecord], paper: dict | None, robust: RobustOptions | None = None) -> str:
+def render_csv(runs: list[RunRecord], paper: dict | None, robust: RobustOptions | None = None, split_by_config: bool = False) -> str:
     """The long-format CSV; with `robust`, the columns ROBUST_CSV_FIELDS are added (filled on the cell rows)
     and row='aggregate_iqm' rows follow each experiment's rows."""
     import io
 
-    rows = csv_rows(runs, paper)
+    rows = csv_rows(runs, paper, split_by_config)
     fields = CSV_FIELDS
     if robust is not None:
         fields = CSV_FIELDS + ROBUST_CSV_FIELDS
-        extra, aggregate_rows = robust_csv_rows(robust_summaries(runs, robust), robust)
+        extra, aggregate_rows = robust_csv_rows(robust_summaries(runs, robust, split_by_config), robust)
         merged = []
         for i, row in enumerate(rows):
             if row["row"] == "cell":
@@ -1004,16 +1246,39 @@ def select_kappa(runs: list[RunRecord]) -> tuple[list[dict], list[str]]:
 # ---------------------------------------------------------------- CLI
 
 
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, no usage block: the line names the flag and its valid choices
+        self.exit(2, f"error: {message}\n")
+
+
+def config_error(conflicts: list[ConfigConflict]) -> str:
+    """What main prints when the runs of a cell differ: a line saying so, then one line per group of runs that
+    agree: cell, the keys its groups differ in with this group's values, the run directories."""
+    lines = [f"error: the runs of {len(conflicts)} cell(s) differ in config.json (every key but the bookkeeping ones, "
+             "BOOKKEEPING_KEYS in scripts/summarize.py); pooling them would average different experiments. One line "
+             "per group of runs that agree (cell: values: run directories); --split-by-config shows each group as its own column:"]  # fmt: skip
+    return "\n".join(lines + [line for conflict in conflicts for line in conflict.lines()])
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = _Parser(description=__doc__.split("\n\n")[0])
     parser.add_argument("root", help="sweep root (searched recursively for run directories)")
-    parser.add_argument("--format", choices=("markdown", "csv", "latex"), default="markdown")
+    parser.add_argument("--format", choices=("markdown", "text", "csv", "latex"),
+                        help="markdown (the default when the output is a file or a pipe), text (plain aligned columns, no "
+                             "Markdown or HTML: the default on a terminal), csv (long format) or latex")  # fmt: skip
     parser.add_argument("--paper", action="store_true", help="show the paper's numbers (scripts/paper_results.csv) beside ours")
     parser.add_argument("--methods", help="comma list of methods to keep (default: all found)")
     parser.add_argument("--decimals", type=int, help="decimals of means and standard errors (default: 0 for returns >= 100, else 2)")
+    parser.add_argument("--p-values", action="store_true",
+                        help="follow each cell with the p-value of its t-test against the best of its setting (Markdown, "
+                             "text, LaTeX; the CSV has them always, column p_value)")  # fmt: skip
+    parser.add_argument("--split-by-config", action="store_true",
+                        help="runs of one setting and method that differ in their flags (config.json): show each group "
+                             "of runs that agree as its own column, labelled by the flags it differs in, instead of "
+                             "stopping (exit 2)")  # fmt: skip
     parser.add_argument("--select-kappa", action="store_true", help="print the best kappa per setting (paper_kappa.csv format) instead of tables")
     parser.add_argument("--output", help="write to this file instead of stdout")
-    robust = parser.add_argument_group("robust statistics (Agarwal et al. 2021; Markdown and CSV)")
+    robust = parser.add_argument_group("robust statistics (Agarwal et al. 2021; Markdown, text and CSV)")
     robust.add_argument("--robust", action="store_true",
                         help="add the interquartile mean with stratified-bootstrap 95%% intervals per cell and aggregated over "
                              "settings per method, and every seed's value")  # fmt: skip
@@ -1022,14 +1287,26 @@ def main(argv: list[str] | None = None) -> int:
                         "the default) or min-max per setting over every run of every method shown (minmax)")  # fmt: skip
     robust.add_argument("--bootstrap-reps", type=int, help=f"with --robust: bootstrap resamples (default {BOOTSTRAP_REPS})")
     robust.add_argument("--bootstrap-seed", type=int, help="with --robust: seed of the resampling (default 0)")
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as stop:  # --help (0), or a bad flag (2, its line printed)
+        return int(stop.code or 0)
+    if args.format is None:  # Markdown into files and pipes (the committed tables); a terminal shows no Markdown
+        args.format = "text" if args.output is None and not args.select_kappa and sys.stdout.isatty() else "markdown"
     robust_flags = [f"--{name.replace('_', '-')}" for name in ("threshold", "normalize", "bootstrap_reps", "bootstrap_seed")
                     if getattr(args, name) is not None]  # fmt: skip
     if robust_flags and not args.robust:
         print(f"error: {', '.join(robust_flags)} only apply with --robust", file=sys.stderr)
         return 2
     if args.robust and (args.format == "latex" or args.select_kappa):
-        print("error: --robust writes Markdown or CSV (not with --format latex or --select-kappa)", file=sys.stderr)
+        print("error: --robust writes Markdown, text or CSV (not with --format latex or --select-kappa)", file=sys.stderr)
+        return 2
+    if args.p_values and (args.format == "csv" or args.select_kappa):
+        print("error: --p-values applies to --format markdown, text or latex (the CSV has them always, column p_value), "
+              "not to --select-kappa", file=sys.stderr)  # fmt: skip
+        return 2
+    if args.split_by_config and args.select_kappa:
+        print("error: --split-by-config does not apply to --select-kappa (a kappa's runs must agree in every other flag)", file=sys.stderr)
         return 2
     if args.bootstrap_reps is not None and args.bootstrap_reps < 1:
         print("error: --bootstrap-reps must be >= 1", file=sys.stderr)
@@ -1052,6 +1329,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.methods:
         keep = [m.strip() for m in args.methods.split(",") if m.strip()]
         runs = [r for r in runs if r.method in keep]
+    conflicts = config_conflicts(runs)
+    if conflicts and not args.split_by_config:
+        print(config_error(conflicts), file=sys.stderr)
+        return 2
+    split = args.split_by_config
     paper = read_paper_results() if args.paper else None
 
     if args.select_kappa:
@@ -1068,17 +1350,24 @@ def main(argv: list[str] | None = None) -> int:
         writer.writerows(rows)
         text = buffer.getvalue()
     elif args.format == "csv":
-        text = render_csv(runs, paper, options)
-        for run in group_runs(runs)[1]:
+        text = render_csv(runs, paper, options, split)
+        for run in group_runs(runs, split)[1]:
             print(f"left out (incomplete or duplicate): {run.run_dir}: {'; '.join(run.problems)}", file=sys.stderr)
     else:
-        tables, left_out = build_tables(runs, paper)
+        tables, left_out = build_tables(runs, paper, split)
         decimals = args.decimals if args.decimals is not None else auto_decimals(tables)
-        if options is not None and tables:  # the robust section after the tables, before the runs left out
-            text = "\n".join([render_markdown(tables, [], decimals), render_robust_markdown(robust_summaries(runs, options), options, decimals)]
-                              + ([render_markdown([], left_out, decimals)] if left_out else []))  # fmt: skip
+        if args.format == "latex":
+            text = render_latex(tables, left_out, decimals, args.p_values)
         else:
-            text = (render_markdown if args.format == "markdown" else render_latex)(tables, left_out, decimals)
+            style = "md" if args.format == "markdown" else "text"
+            if options is not None and tables:  # the robust section after the tables, before the runs left out
+                text = "\n".join([render_markdown(tables, [], decimals, args.p_values, style),
+                                  render_robust_markdown(robust_summaries(runs, options, split), options, decimals)]
+                                 + ([render_markdown([], left_out, decimals, style=style)] if left_out else []))  # fmt: skip
+            else:
+                text = render_markdown(tables, left_out, decimals, args.p_values, style)
+            if style == "text":
+                text = markdown_to_text(text)
     if args.output:
         with open(args.output, "w") as f:
             f.write(text if text.endswith("\n") else text + "\n")

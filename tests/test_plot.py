@@ -75,3 +75,24 @@ def test_no_complete_runs(tmp_path):
     assert plot_curves.main([str(tmp_path / "nothing")]) == 2
     write_run(runlist.run_dir(str(tmp_path), SETTING, "PPO", 1), finished=False)
     assert plot_curves.main([str(tmp_path), "--formats", "png"]) == 1
+
+
+def test_runs_whose_flags_differ_are_not_drawn_as_one_curve(tmp_path, capsys):
+    """One PPO seed with another learning rate: the figures refuse to pool it (summarize.py's check, exit 2);
+    --split-by-config draws it as its own method."""
+    import json
+
+    make_runs(tmp_path)
+    config_path = os.path.join(runlist.run_dir(str(tmp_path), SETTING, "PPO", 2), "config.json")
+    with open(config_path) as f:
+        config = json.load(f)
+    config["args"]["learning_rate"] = 0.001
+    with open(config_path, "w") as f:
+        json.dump(config, f)
+    assert plot_curves.main([str(tmp_path), "--out", str(tmp_path / "plots"), "--formats", "png"]) == 2
+    error = capsys.readouterr().err
+    assert "differ in config.json" in error and "learning_rate" in error
+    assert not os.path.exists(tmp_path / "plots") or not os.listdir(tmp_path / "plots")
+    assert plot_curves.main([str(tmp_path), "--out", str(tmp_path / "plots"), "--formats", "png",
+                             "--split-by-config"]) == 0
+    assert os.listdir(tmp_path / "plots")

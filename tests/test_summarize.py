@@ -1,9 +1,12 @@
 """scripts/summarize.py on synthetic run directories with hand-computed metrics and statistics."""
 
 import csv
+import dataclasses
 import io
+import json
 import math
 import os
+import sys
 
 import numpy as np
 import pytest
@@ -416,3 +419,384 @@ def test_robust_cli(tmp_path, capsys):
     assert "only apply with --robust" in capsys.readouterr().err
     assert summarize.main([str(tmp_path), "--robust", "--format", "latex"]) == 2
     assert summarize.main([str(tmp_path), "--robust", "--bootstrap-reps", "0"]) == 2
+
+
+# ---------------------------------------------------------------- the runs of a cell must agree (config.json)
+
+
+@pytest.fixture(scope="module")
+def scripts():
+    """The real algorithm scripts, whose Args and config.json entries the runs below record."""
+    import eppo_continuous
+    import ppo_continuous
+
+    return {"PPO": ppo_continuous, "EPPO": eppo_continuous, "metadata": ppo_continuous.run_metadata()}
+
+
+def write_script_run(scripts, run_dir, module, seed, value, *, steps_per_task=256, num_tasks=2, eval_frequency=128, **flags):
+    """A finished run whose config.json holds what `module` records (open_outputs): every Args field, at its default
+    but `flags`, and config.json's own entries; every evaluation returns `value` (AULC = Final Return = value)."""
+    import nonstationary_envs
+
+    args = scripts[module].Args(seed=seed, steps_per_task=steps_per_task, num_tasks=num_tasks, eval_frequency=eval_frequency,
+                                run_dir=str(run_dir), **flags)  # fmt: skip
+    method = scripts[module].method_name(args)
+    write_run(str(run_dir), method=method, seed=seed, steps_per_task=steps_per_task, num_tasks=num_tasks,
+              eval_frequency=eval_frequency, returns=lambda step, task: value)  # fmt: skip
+    schedule = nonstationary_envs.task_schedule(args.env_id, args.experiment, args.strategy)
+    config = {"args": dataclasses.asdict(args), "script": os.path.basename(scripts[module].__file__), "method": method,
+              "run_name": f"{args.env_id}__{args.experiment}__{args.strategy}__{args.exp_name}__{seed}",
+              "num_tasks": num_tasks, "total_steps": steps_per_task * num_tasks,
+              "schedule": [str(p) for p in schedule[:num_tasks]], **scripts["metadata"]}  # fmt: skip
+    with open(os.path.join(run_dir, "config.json"), "w") as f:
+        json.dump(config, f, indent=2)
+    return str(run_dir)
+
+
+def edit_config(run_dir, edit):
+    path = os.path.join(run_dir, "config.json")
+    with open(path) as f:
+        config = json.load(f)
+    edit(config)
+    with open(path, "w") as f:
+        json.dump(config, f)
+
+
+def four_run_root(scripts, root):
+    """The root of the report: two PPO runs, at the defaults and with --no-norm-reward --learning-rate 0.001, and two
+    EPPO_ind runs, with --steps-per-task 1024 and 2048 (seeds 1 and 2 of each method)."""
+    def where(name, method, seed):
+        return run_path(root / name, HC_BACK_ONE, method, seed)
+
+    return {
+        "ppo_default": write_script_run(scripts, where("ppo_default", "PPO", 1), "PPO", 1, 100.0),
+        "ppo_lr": write_script_run(scripts, where("ppo_lr", "PPO", 2), "PPO", 2, 300.0, norm_reward=False, learning_rate=0.001),
+        "eppo_1024": write_script_run(scripts, where("eppo_1024", "EPPO_ind", 1), "EPPO", 1, 200.0, variant="ind",
+                                      steps_per_task=1024, eval_frequency=512),
+        "eppo_2048": write_script_run(scripts, where("eppo_2048", "EPPO_ind", 2), "EPPO", 2, 400.0, variant="ind",
+                                      steps_per_task=2048, eval_frequency=512),
+    }  # fmt: skip
+
+
+def test_the_four_run_root_stops_with_one_line_per_configuration(scripts, tmp_path, capsys):
+    dirs = four_run_root(scripts, tmp_path)
+    runs = summarize.load_runs(str(tmp_path))
+    assert all(run.complete for run in runs), [run.problems for run in runs]
+    # without the check they pool into one PPO and one EPPO_ind cell of 2 seeds, as the report says
+    tables, _ = summarize.build_tables(runs)
+    assert tables[0].columns == ["PPO", "EPPO_ind"] and set(tables[0].seed_counts) == {2}
+
+    conflicts = summarize.config_conflicts(runs)
+    assert [(c.setting, c.label) for c in conflicts] == [(HC_BACK_ONE, "PPO"), (HC_BACK_ONE, "EPPO_ind")]
+    assert [[g.shown for g in c.groups] for c in conflicts] == [
+        [{"learning_rate": "0.0003", "norm_reward": "True"}, {"learning_rate": "0.001", "norm_reward": "False"}],
+        [{"steps_per_task": "1024", "total_steps": "2048"}, {"steps_per_task": "2048", "total_steps": "4096"}],
+    ]
+
+    out = tmp_path / "table.md"
+    assert summarize.main([str(tmp_path), "--output", str(out)]) == 2
+    captured = capsys.readouterr()
+    assert not out.exists() and captured.out == ""
+    header, *lines = captured.err.strip().split("\n")
+    assert header.startswith("error: the runs of 2 cell(s) differ in config.json") and "--split-by-config" in header
+    assert lines == [
+        f"paralysis/HalfCheetah/back-one PPO: learning_rate=0.0003, norm_reward=True: {dirs['ppo_default']}",
+        f"paralysis/HalfCheetah/back-one PPO: learning_rate=0.001, norm_reward=False: {dirs['ppo_lr']}",
+        f"paralysis/HalfCheetah/back-one EPPO_ind: steps_per_task=1024, total_steps=2048: {dirs['eppo_1024']}",
+        f"paralysis/HalfCheetah/back-one EPPO_ind: steps_per_task=2048, total_steps=4096: {dirs['eppo_2048']}",
+    ]
+    for flags in (["--format", "csv"], ["--format", "latex"], ["--robust"], ["--select-kappa"]):  # every output checks
+        assert summarize.main([str(tmp_path), *flags]) == 2, flags
+    assert summarize.main([str(tmp_path), "--methods", "PPO"]) == 2
+    assert summarize.main([str(tmp_path), "--methods", "EPPO_ind,CB", "--format", "csv"]) == 2
+    capsys.readouterr()
+
+
+def test_split_by_config_shows_each_configuration_as_its_own_column(scripts, tmp_path, capsys):
+    four_run_root(scripts, tmp_path)
+    out = tmp_path / "table.md"
+    assert summarize.main([str(tmp_path), "--split-by-config", "--output", str(out)]) == 0
+    text = out.read_text()
+    header = next(line for line in text.splitlines() if line.startswith("| Metric"))
+    assert header == ("| Metric | Environment | Strategy | PPO [learning_rate=0.0003, norm_reward=True] | "
+                      "PPO [learning_rate=0.001, norm_reward=False] | EPPO_ind [steps_per_task=1024, total_steps=2048] | "
+                      "EPPO_ind [steps_per_task=2048, total_steps=4096] |")  # fmt: skip
+    row = next(line for line in text.splitlines() if line.startswith("| AULC"))
+    assert row == "| AULC (↑) | HalfCheetah | back-one | 100 ± nan | 300 ± nan | 200 ± nan | **400 ± nan** |"  # each its own run
+    assert "Seeds per cell: 1." in text
+
+    rows = list(csv.DictReader(io.StringIO(summarize.render_csv(summarize.load_runs(str(tmp_path)), None, split_by_config=True))))
+    cells = {r["method"]: float(r["mean"]) for r in rows if r["row"] == "cell" and r["metric"] == "aulc"}
+    assert cells == {"PPO [learning_rate=0.0003, norm_reward=True]": 100.0, "PPO [learning_rate=0.001, norm_reward=False]": 300.0,
+                     "EPPO_ind [steps_per_task=1024, total_steps=2048]": 200.0, "EPPO_ind [steps_per_task=2048, total_steps=4096]": 400.0}  # fmt: skip
+
+
+def test_split_cells_are_tested_against_each_other_and_keep_their_seeds(tmp_path):
+    # the same seeds 1-4 at two learning rates: without --split-by-config they would look like duplicate seeds
+    low, high = [10.0, 12.0, 14.0, 16.0], [9.0, 11.0, 12.0, 15.0]  # differences 1, 1, 2, 1: t = 5, p = P(T_3 > 5)
+    for name, lr, values in (("a", 0.0003, low), ("b", 0.001, high)):
+        for seed, value in enumerate(values, start=1):
+            directory = run_path(tmp_path / name, HC_BACK_ONE, "PPO", seed)
+            write_constant(tmp_path / name, HC_BACK_ONE, "PPO", seed, value)
+            edit_config(directory, lambda config: config["args"].update(learning_rate=lr))
+    runs = summarize.load_runs(str(tmp_path))
+    (conflict,) = summarize.config_conflicts(runs)
+    assert [len(g.runs) for g in conflict.groups] == [4, 4]
+    groups, left_out = summarize.group_runs(runs, split_by_config=True)
+    assert not left_out and sorted(label for _, label in groups) == ["PPO [learning_rate=0.0003]", "PPO [learning_rate=0.001]"]
+    summary = summarize.summarize_metric(groups, "aulc", "paralysis", None)
+    best, other = summary.cells[(HC_BACK_ONE, "PPO [learning_rate=0.0003]")], summary.cells[(HC_BACK_ONE, "PPO [learning_rate=0.001]")]
+    assert best.best and best.n == 4 and other.n == 4
+    assert other.p_value == pytest.approx(student_t3_sf(5.0), rel=1e-9) and not other.not_worse
+
+
+def test_bookkeeping_keys_may_differ_and_are_what_the_scripts_record(scripts, tmp_path, capsys):
+    first = write_script_run(scripts, run_path(tmp_path / "a", HC_BACK_ONE, "PPO", 1), "PPO", 1, 10.0)
+    second = write_script_run(scripts, run_path(tmp_path / "b", HC_BACK_ONE, "PPO", 2), "PPO", 2, 20.0)
+    with open(os.path.join(first, "config.json")) as f:
+        config = json.load(f)
+    recorded = set(config["args"]) | set(config)
+    # each bookkeeping key is a key the scripts write (no typo, no stale name) ...
+    assert set(summarize.BOOKKEEPING_KEYS) <= recorded, set(summarize.BOOKKEEPING_KEYS) - recorded
+    assert all(isinstance(why, str) and why for why in summarize.BOOKKEEPING_KEYS.values())
+
+    def change_every_bookkeeping_key(config):
+        for place in (config["args"], config):
+            for key in summarize.BOOKKEEPING_KEYS:
+                if key in place and key != "seed":
+                    value = place[key]
+                    place[key] = (not value) if isinstance(value, bool) else f"{value}-other" if isinstance(value, str) or value is None else value + 1
+
+    edit_config(second, change_every_bookkeeping_key)
+    # ... and none makes two runs different experiments
+    runs = summarize.load_runs(str(tmp_path))
+    assert all(run.complete for run in runs) and summarize.config_conflicts(runs) == []
+    out = tmp_path / "table.md"
+    assert summarize.main([str(tmp_path), "--output", str(out)]) == 0
+    assert "| AULC (↑) | HalfCheetah | back-one | **15.00 ± 5.00** |" in out.read_text() and "Seeds per cell: 2." in out.read_text()
+
+
+def test_every_other_flag_and_entry_of_config_json_must_agree(scripts, tmp_path):
+    write_script_run(scripts, run_path(tmp_path / "a", HC_BACK_ONE, "PPO", 1), "PPO", 1, 10.0)
+    other = write_script_run(scripts, run_path(tmp_path / "b", HC_BACK_ONE, "PPO", 2), "PPO", 2, 20.0)
+    with open(os.path.join(other, "config.json")) as f:
+        original = f.read()
+    config = json.loads(original)
+    bookkeeping = set(summarize.BOOKKEEPING_KEYS)
+    identity = {"env_id", "experiment", "strategy", "method"}  # they choose the cell itself: another cell, never pooled
+    length = {"steps_per_task", "num_tasks", "eval_frequency", "total_steps"}  # the evaluation rows follow them: below
+    checked = [("args", k) for k in config["args"] if k not in bookkeeping | identity | length]
+    checked += [("top", k) for k in config if k not in bookkeeping | identity | length | {"args"}]
+    assert {"learning_rate", "norm_reward", "plasticity_states", "eval_episodes", "script", "schedule"} <= {k for _, k in checked}
+    fields = {f.name for f in dataclasses.fields(scripts["PPO"].Args)}  # every flag of PPO but those three kinds
+    assert {k for _, k in checked} == (fields - bookkeeping - identity - length) | {"script", "schedule"}
+
+    def changed(value):
+        if isinstance(value, bool):
+            return not value
+        if value is None:
+            return 1
+        if isinstance(value, (int, float)):
+            return value + 1
+        return value + ["x"] if isinstance(value, list) else f"{value}x"
+
+    def change(config):
+        target = config["args"] if place == "args" else config
+        target[key] = changed(target[key])
+
+    for place, key in checked:
+        edit_config(other, change)
+        runs = summarize.load_runs(str(tmp_path))
+        assert all(run.complete for run in runs), (key, [run.problems for run in runs])
+        (conflict,) = summarize.config_conflicts(runs)
+        assert [list(g.shown) for g in conflict.groups] == [[key], [key]], key
+        with open(os.path.join(other, "config.json"), "w") as f:  # back to the run's own config
+            f.write(original)
+    assert summarize.config_conflicts(summarize.load_runs(str(tmp_path))) == []
+    edit_config(other, lambda config: config.update(method="PPOx"))  # another method's runs are another cell
+    runs = summarize.load_runs(str(tmp_path))
+    assert {run.method for run in runs} == {"PPO", "PPOx"} and summarize.config_conflicts(runs) == []
+
+
+@pytest.mark.parametrize("first, second, differing", [
+    ({"steps_per_task": 100}, {"steps_per_task": 200}, ["steps_per_task", "total_steps"]),
+    ({"num_tasks": 2}, {"num_tasks": 1}, ["num_tasks", "schedule", "total_steps"]),
+    ({"eval_frequency": 50}, {"eval_frequency": 25}, ["eval_frequency"]),
+])  # fmt: skip
+def test_schedule_and_length_must_agree(scripts, tmp_path, first, second, differing):
+    for seed, flags in ((1, first), (2, second)):
+        write_script_run(scripts, run_path(tmp_path, HC_BACK_ONE, "PPO", seed), "PPO", seed, 1.0,
+                         **({"steps_per_task": 100, "num_tasks": 2, "eval_frequency": 50} | flags))  # fmt: skip
+    runs = summarize.load_runs(str(tmp_path))
+    assert all(run.complete for run in runs), [run.problems for run in runs]
+    (conflict,) = summarize.config_conflicts(runs)
+    assert sorted(conflict.groups[0].shown) == differing
+
+
+def test_a_key_one_run_lacks_is_a_difference(tmp_path, capsys):
+    # a run from before a flag existed (here vf_coef), and one from before a config.json entry existed
+    for seed in (1, 2, 3):
+        write_constant(tmp_path, HC_BACK_ONE, "PPO", seed, float(seed))
+    edit_config(run_path(tmp_path, HC_BACK_ONE, "PPO", 1), lambda config: config["args"].update(vf_coef=0.5))
+    edit_config(run_path(tmp_path, HC_BACK_ONE, "PPO", 2), lambda config: config["args"].update(vf_coef=0.5))
+    (conflict,) = summarize.config_conflicts(summarize.load_runs(str(tmp_path)))
+    assert [(g.shown, len(g.runs)) for g in conflict.groups] == [({"vf_coef": "0.5"}, 2), ({"vf_coef": "(absent)"}, 1)]
+    assert summarize.main([str(tmp_path)]) == 2
+    assert f"PPO: vf_coef=(absent): {run_path(tmp_path, HC_BACK_ONE, 'PPO', 3)}" in capsys.readouterr().err
+    assert summarize.main([str(tmp_path), "--split-by-config", "--format", "markdown"]) == 0
+    assert "| PPO [vf_coef=(absent)] | PPO [vf_coef=0.5] |" in capsys.readouterr().out
+    # values compare as JSON values: 2 and 2.0 agree, true and 1 do not
+    for seed, value in ((1, 2), (2, 2.0), (3, 2)):
+        edit_config(run_path(tmp_path, HC_BACK_ONE, "PPO", seed), lambda config: config["args"].update(vf_coef=value, x=True if seed < 3 else 1))
+    (conflict,) = summarize.config_conflicts(summarize.load_runs(str(tmp_path)))
+    assert [g.shown for g in conflict.groups] == [{"x": "True"}, {"x": "1"}]
+
+
+@pytest.mark.parametrize("content, reason", [
+    (None, "no config.json"),
+    ("", "unreadable config.json"),
+    ("{not json", "unreadable config.json"),
+    (b"\xff\xfe\x00binary", "unreadable config.json"),
+    ("[1, 2]", "malformed config.json (a JSON list, not an object)"),
+    ("null", "malformed config.json (a JSON NoneType, not an object)"),
+    ('{"args": [1]}', "malformed config.json (its args is not an object)"),
+    ("{}", "config.json lacks a valid 'experiment'"),
+    ("SEED", "config.json lacks a valid"),
+    ("EVAL0", "must be positive"),
+    ("METHOD", "malformed config.json (script, method or variant not a string)"),
+    ("KAPPA", "malformed config.json (kappa 'big' is not a number)"),
+    ("DIR", "unreadable config.json"),
+])  # fmt: skip
+def test_a_missing_or_malformed_config_is_listed_with_the_unfinished_runs(tmp_path, capsys, content, reason):
+    for seed in (1, 2):
+        write_constant(tmp_path, HC_BACK_ONE, "PPO", seed, 10.0 * seed)
+    bad = run_path(tmp_path, HC_BACK_ONE, "PPO", 3)
+    write_constant(tmp_path, HC_BACK_ONE, "PPO", 3, 999.0)
+    path = os.path.join(bad, "config.json")
+    edits = {"SEED": lambda c: c["args"].update(seed="three"), "EVAL0": lambda c: c["args"].update(eval_frequency=0),
+             "METHOD": lambda c: c.update(method=5), "KAPPA": lambda c: c["args"].update(kappa="big")}  # fmt: skip
+    if content in edits:
+        edit_config(bad, edits[content])
+    else:
+        os.remove(path)
+        if content == "DIR":
+            os.makedirs(path)
+        elif isinstance(content, bytes):
+            open(path, "wb").write(content)
+        elif content is not None:
+            open(path, "w").write(content)
+    out = tmp_path / "table.md"
+    assert summarize.main([str(tmp_path), "--output", str(out)]) == 0
+    text = out.read_text()
+    assert "| AULC (↑) | HalfCheetah | back-one | **15.00 ± 5.00** |" in text  # the 999 run is not averaged
+    left_out = text[text.index("## Incomplete or excluded runs"):]
+    (line,) = [line for line in left_out.splitlines() if bad in line]
+    assert reason in line
+    assert summarize.main([str(tmp_path), "--format", "csv"]) == 0
+    assert reason in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- p-values and plain text
+
+
+def p_value_root(tmp_path):
+    values = {"EPPO_ind": [10, 12, 14, 16], "PPO": [9, 11, 12, 15], "PFO": [11, 10, 15, 14]}  # as test_cell_statistics_and_significance
+    for method, per_seed in values.items():
+        for seed, value in enumerate(per_seed, start=1):
+            write_constant(tmp_path, HC_BACK_ONE, method, seed, float(value))
+    write_constant(tmp_path, HC_BACK_ONE, "CB", 1, 1.0)  # one seed: no t-test
+    return str(tmp_path)
+
+
+def test_p_values_follow_each_tested_cell(tmp_path, capsys):
+    root = p_value_root(tmp_path)
+    assert summarize.main([root, "--format", "markdown"]) == 0
+    plain = capsys.readouterr().out
+    assert "(p=" not in plain
+    assert summarize.main([root, "--format", "markdown", "--p-values"]) == 0
+    text = capsys.readouterr().out
+    row = next(line for line in text.splitlines() if line.startswith("| AULC"))
+    ppo, pfo = f"{student_t3_sf(5.0):.3g}", f"{student_t3_sf(1 / math.sqrt(3)):.3g}"
+    assert ppo == "0.0077" and pfo == "0.302"
+    # columns PPO, PFO, CB, EPPO_ind: the best has no p-value, CB (one seed) was not tested
+    assert row == (f"| AULC (↑) | HalfCheetah | back-one | 11.75 ± 1.25 (n=4) (p={ppo}) | <u>12.50 ± 1.19 (n=4)</u> (p={pfo}) | "
+                   "1.00 ± nan (n=1) (no t-test) | **13.00 ± 1.29 (n=4)** |")  # fmt: skip
+    assert "(p=…): that test's p-value against the best cell of the same setting" in text
+    assert text.replace(f" (p={ppo})", "").replace(f" (p={pfo})", "").replace(" (no t-test)", "").split("\n")[:8] == plain.split("\n")[:8]
+    assert summarize.main([root, "--format", "latex", "--p-values"]) == 0
+    assert f"$11.75\\sd{{\\pm 1.25}}\\sd{{\\,(n=4)}}$ {{\\scriptsize (p={ppo})}}" in capsys.readouterr().out
+    assert summarize.main([root, "--format", "csv", "--p-values"]) == 2
+    assert summarize.main([root, "--select-kappa", "--p-values"]) == 2
+    err = capsys.readouterr().err.strip().split("\n")
+    assert len(err) == 2 and all(line.startswith("error: --p-values applies to --format markdown, text or latex") for line in err)
+
+
+def test_text_format_has_no_markup_and_marks_best_and_not_worse(tmp_path, capsys):
+    root = p_value_root(tmp_path)
+    assert summarize.main([root, "--format", "text", "--p-values"]) == 0
+    text = capsys.readouterr().out
+    assert "<u>" not in text and "**" not in text and "|" not in text and "---|" not in text
+    lines = text.splitlines()
+    assert lines[:2] == ["paralysis", "========="]
+    header = next(line for line in lines if line.startswith("Metric"))
+    row = next(line for line in lines if line.startswith("AULC"))
+    columns = ["PPO", "PFO", "CB", "EPPO_ind"]
+    starts = [header.index(c) for c in columns]
+    cells = [row[a:b].strip() for a, b in zip(starts, starts[1:] + [None])]
+    assert cells == ["11.75 ± 1.25 (n=4) (p=0.0077)", "12.50 ± 1.19 (n=4) ~ (p=0.302)", "1.00 ± nan (n=1) (no t-test)", "13.00 ± 1.29 (n=4) *"]
+    rule = lines[lines.index(header) + 1]
+    assert set(rule) == {"-", " "} and len(rule) >= len(header)
+    assert any(line.startswith("Mean ± standard error over seeds; *: highest mean; ~: not significantly worse than the best") for line in lines)
+    # the runs left out, and the robust section, as text too
+    write_constant(tmp_path, HC_BACK_ONE, "PPO", 9, 1.0, finished=False)
+    assert summarize.main([root, "--format", "text", "--robust", "--bootstrap-reps", "20"]) == 0
+    text = capsys.readouterr().out
+    assert "|" not in text and "<u>" not in text and "**" not in text
+    assert "Incomplete or excluded runs (not in the tables)" in text and "not finished (no summary.json)" in text
+    assert "paralysis: robust statistics (IQM, stratified bootstrap)" in text
+
+
+def test_markdown_stays_the_default_but_on_a_terminal(tmp_path, capsys, monkeypatch):
+    for seed, (a, b) in enumerate(((1.0, 2.0), (3.0, 2.5)), start=1):
+        write_constant(tmp_path, HC_BACK_ONE, "PPO", seed, a)
+        write_constant(tmp_path, HC_BACK_ONE, "EPPO_ind", seed, b, kappa=0.01)
+    expected = "\n".join([
+        "## paralysis", "",
+        "| Metric | Environment | Strategy | PPO | EPPO_ind |",
+        "|---|---|---|:---:|:---:|",
+        "| AULC (↑) | HalfCheetah | back-one | <u>2.00 ± 1.00</u> | **2.25 ± 0.25** |",
+        "|  |  | Average | 2.00 | **2.25** |",
+        "|  | Overall Average |  | 2.00 | **2.25** |",
+        "|  | Overall Average Ranking |  | 2.0 | **1.0** |",
+        "| Final Return (↑) | HalfCheetah | back-one | <u>2.00 ± 1.00</u> | **2.25 ± 0.25** |",
+        "|  |  | Average | 2.00 | **2.25** |",
+        "|  | Overall Average |  | 2.00 | **2.25** |",
+        "|  | Overall Average Ranking |  | 2.0 | **1.0** |", "",
+        "Mean ± standard error over seeds; **bold**: highest mean; <u>underlined</u>: not significantly worse than the best "
+        "(one-sided paired t-test over seeds, p ≥ 0.05). Seeds per cell: 2.", "",
+    ])  # fmt: skip
+    assert summarize.main([str(tmp_path)]) == 0  # stdout is not a terminal under pytest
+    assert capsys.readouterr().out == expected
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    assert summarize.main([str(tmp_path)]) == 0
+    on_terminal = capsys.readouterr().out
+    assert "<u>" not in on_terminal and "2.00 ± 1.00 ~" in on_terminal and "2.25 ± 0.25 *" in on_terminal
+    assert summarize.main([str(tmp_path), "--format", "markdown"]) == 0
+    assert capsys.readouterr().out == expected
+    out = tmp_path / "table.md"
+    assert summarize.main([str(tmp_path), "--output", str(out)]) == 0  # a file is Markdown, also from a terminal
+    assert out.read_text() == expected
+
+
+@pytest.mark.parametrize("argv, names", [
+    (["--format", "html"], ["--format", "'markdown', 'text', 'csv', 'latex'"]),
+    (["--normalize", "zscore", "--robust"], ["--normalize", "'none', 'minmax'"]),
+    (["--decimals", "two"], ["--decimals", "'two'"]),
+    (["--split-by-config", "--select-kappa"], ["--split-by-config", "--select-kappa"]),
+])  # fmt: skip
+def test_bad_flags_exit_2_with_one_line(tmp_path, capsys, argv, names):
+    write_constant(tmp_path, HC_BACK_ONE, "PPO", 1, 1.0)
+    assert summarize.main([str(tmp_path), *argv]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and len(captured.err.strip().splitlines()) == 1
+    assert captured.err.startswith("error: ") and all(name in captured.err for name in names)
