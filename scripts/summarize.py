@@ -103,6 +103,8 @@ BOOKKEEPING_KEYS = {
     "git_commit": "the commit that ran: a flag or a default that changed between two commits shows in the flags",
     "python": "library version: requirements.txt pins it",
     "torch": "library version: requirements.txt pins it (the CPU and the CUDA build of one version differ here)",
+    "release": "the generation of defaults the code had (CHANGELOG.md): the flags above record every default's value",
+    "device": "where the run computed (cpu or cuda)",
     "gymnasium": "library version: requirements.txt pins it",
     "mujoco": "library version: requirements.txt pins it",
     "numpy": "library version: requirements.txt pins it",
