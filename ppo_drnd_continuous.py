@@ -677,6 +677,9 @@ EXIT_PREEMPTED = 75
 # A file of the run could not be written (a full disk, a quota, an I/O error): sysexits.h's EX_IOERR. Not requeued
 # by the sweeps, as 75 is: the same command resumes once space is freed.
 EXIT_DISK_FULL = 74
+# The generation of defaults this code runs (CHANGELOG.md; v0.4: 2026-12-01, commit 71aed13), recorded in config.json
+# next to the commit. It moves when a default that changes results moves, not with every commit.
+RELEASE = "v0.4"
 CHECKPOINT_FORMAT = 4  # 2: every per-seed tensor has a leading seed axis of length 1; 3: BatchedEnv's env states;
 # 4: tensors and plain Python values only, so torch.load(weights_only=True) reads it without running code
 TRUSTED_OLD_FORMATS = (3,)  # read only with --trust-checkpoint (their numpy arrays need full unpickling)
@@ -1524,6 +1527,35 @@ def end_iteration(run: Run) -> None:
 # ---- Checkpoints and outputs ----
 
 
+# The errors of a write that failed for want of room or of a working disk: a full disk, a quota, a file too large for
+# its file system, an I/O error.
+FAILED_WRITE_ERRNOS = ("ENOSPC", "EDQUOT", "EFBIG", "EIO")
+
+
+def failed_write(error: BaseException) -> Optional[OSError]:
+    """The OSError of a write that failed, when ``error`` is one or was raised while unwinding from one, else None.
+
+    A real full disk makes a writer's own error replace the OSError: torch.save's zip writer, whose ``__exit__``
+    finishes the archive even when a write inside it failed, raises RuntimeError ("[enforce fail at
+    inline_container.cc] unexpected pos ...": the archive is shorter than it counted), the OSError kept as its
+    ``__context__``. Such an error counts when an OSError of FAILED_WRITE_ERRNOS is in its chain (``__cause__`` or
+    ``__context__``); any other RuntimeError is not a failed write (None: it is raised as it is)."""
+    import errno
+
+    if isinstance(error, OSError):
+        return error
+    if not isinstance(error, RuntimeError):
+        return None
+    failed = {getattr(errno, name) for name in FAILED_WRITE_ERRNOS if hasattr(errno, name)}
+    seen, cause = set(), error.__cause__ or error.__context__
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, OSError) and cause.errno in failed:
+            return cause
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return None
+
+
 def stop_on_failed_write(path: str, error: OSError) -> None:
     """A file of the run could not be written (a full disk, a quota, an I/O error): one line naming it, the free space
     left on its disk and the command that resumes, then exit EXIT_DISK_FULL. Nothing logged before is lost: a
@@ -1543,17 +1575,23 @@ def stop_on_failed_write(path: str, error: OSError) -> None:
 
 @contextlib.contextmanager
 def writing(path: str):
-    """Stop the run with one line (stop_on_failed_write) when writing ``path`` inside this context fails."""
+    """Stop the run with one line (stop_on_failed_write) when writing ``path`` inside this context fails (failed_write:
+    an OSError, or a writer's error raised while unwinding from one)."""
     try:
         yield
-    except OSError as error:
-        stop_on_failed_write(path, error)
+    except (OSError, RuntimeError) as error:
+        cause = failed_write(error)
+        if cause is None:
+            raise
+        stop_on_failed_write(path, cause)
 
 
 def atomic_write_bytes(path: str, write_fn, name: Optional[str] = None) -> None:
     """Write a file through a temporary file, fsync and rename, so a crash never leaves it half-written. A write
-    that fails (a full disk) removes the temporary file, leaves ``path`` as it was and stops the run with one line
-    naming ``name`` (default ``path``): stop_on_failed_write."""
+    that fails (a full disk: an OSError, or the error torch.save's writer raises while unwinding from one, see
+    failed_write) removes the temporary file, leaves ``path`` as it was and stops the run with one line naming
+    ``name`` (default ``path``): stop_on_failed_write. Any other error (or an interrupt) removes the temporary file
+    too and is raised as it is."""
     tmp_path = f"{path}.tmp"
     try:
         with open(tmp_path, "wb") as f:
@@ -1561,10 +1599,33 @@ def atomic_write_bytes(path: str, write_fn, name: Optional[str] = None) -> None:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp_path, path)
-    except OSError as error:
+    except BaseException as error:
         with contextlib.suppress(OSError):
             os.remove(tmp_path)
-        stop_on_failed_write(name or path, error)
+        cause = failed_write(error)
+        if cause is None:
+            raise
+        stop_on_failed_write(name or path, cause)
+
+
+def quiet_failed_writes_in_writer_threads() -> None:
+    """TensorBoard writes its events from a thread of its own: a write that fails there (failed_write: a full disk)
+    ends that thread, and the writer raises the error again in the main thread at its next point or flush, where it
+    stops the run with one line (writing, or the OSError handler at the end). threading's report of it (a traceback
+    of the writer thread) is left out; any other error of any thread is reported as before."""
+    import threading
+
+    if getattr(threading.excepthook, "quiet_failed_writes", False):
+        return
+    report = threading.excepthook
+
+    def excepthook(hook_args) -> None:
+        writer_thread = type(hook_args.thread).__module__.startswith("tensorboard.")
+        if not (writer_thread and failed_write(hook_args.exc_value) is not None):
+            report(hook_args)
+
+    excepthook.quiet_failed_writes = True
+    threading.excepthook = excepthook
 
 
 def arrays_as_tensors(state, places: list, path: tuple = ()):
@@ -1650,17 +1711,19 @@ def group_checkpoints(run_dirs: list, trust: bool = False) -> Optional[list]:
 
 
 def write_checkpoint(run: Run) -> None:
-    """Each seed's own checkpoint.pt in its run directory, in the format of a one-seed run (and its states.npz),
-    after its TensorBoard points (on disk when the checkpoint is: a resume purges only those logged after it)."""
+    """Each seed's own checkpoint.pt in its run directory, in the format of a one-seed run, after its TensorBoard
+    points and its states.npz (--save-states): both on disk when the checkpoint is, so that a run stopped between
+    them (a crash, a full disk) loses none of them. A resume purges the points and drops the states saved after its
+    checkpoint's step (a states.npz ahead of checkpoint.pt is cut back to it), never ones before it."""
     for k, seed in enumerate(run.seeds):
         with writing(os.path.join(run.run_dirs[seed], "events.out.tfevents.*")):
             run.writers[k].flush()
-        save_checkpoint(run.run_dirs[seed], run.checkpoint_state(k))
         if run.args.save_states and run.saved_states[k]:
             observations, steps = np.concatenate(run.saved_states[k]), np.concatenate(run.saved_state_steps[k])
             run.saved_states[k], run.saved_state_steps[k] = [observations], [steps]
             atomic_write_bytes(os.path.join(run.run_dirs[seed], "states.npz"),
                                lambda f: np.savez_compressed(f, observations=observations, global_steps=steps))
+        save_checkpoint(run.run_dirs[seed], run.checkpoint_state(k))
 
 
 def csv_lines_to_keep(path: str, header: list, last_step: int) -> Optional[list]:
@@ -1753,7 +1816,7 @@ class CsvLog:
 
 
 def run_metadata() -> dict:
-    """Git commit and package versions for config.json."""
+    """The release (RELEASE), git commit and package versions for config.json."""
     try:
         commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=os.path.dirname(os.path.abspath(__file__)),
                                 capture_output=True, text=True, timeout=10).stdout.strip() or None
@@ -1761,7 +1824,7 @@ def run_metadata() -> dict:
         commit = None
     import mujoco
 
-    return {"git_commit": commit, "python": sys.version.split()[0], "torch": torch.__version__,
+    return {"release": RELEASE, "git_commit": commit, "python": sys.version.split()[0], "torch": torch.__version__,
             "gymnasium": gym.__version__, "mujoco": mujoco.__version__, "numpy": np.__version__}
 
 
@@ -1918,6 +1981,14 @@ def set_up_devices(run: Run, argv: list) -> None:
     run.generators = [torch.Generator().manual_seed(seed) for seed in run.seeds]
 
 
+def device_name(device: torch.device) -> str:
+    """The device a run trains on, as config.json records it: "cpu", or the CUDA device with its index ("cuda:0";
+    torch.device("cuda") is the current CUDA device). --cuda only says CUDA may be used (set_up_devices)."""
+    if device.type == "cuda" and device.index is None:
+        return f"cuda:{torch.cuda.current_device()}"
+    return str(device)
+
+
 def build(run: Run) -> None:
     """The simulations, the method's agent (its contract checked: exit 2 naming what it lacks), and the run's own
     per-seed state and counters at their initial values."""
@@ -2020,12 +2091,14 @@ def open_outputs(run: Run, resumed: bool) -> None:
     for seed in seeds:
         config = {"args": run.config_args[seed], "script": os.path.basename(__file__), "method": method_name(args),
                   "run_name": run.run_names[seed], "num_tasks": run.num_tasks, "total_steps": run.total_steps,
-                  "schedule": [str(p) for p in run.schedule[: run.num_tasks]], **run_metadata()}
+                  "schedule": [str(p) for p in run.schedule[: run.num_tasks]], "device": device_name(run.device),
+                  **run_metadata()}
         atomic_write_bytes(os.path.join(run.run_dirs[seed], "config.json"),
                            lambda f: f.write(json.dumps(config, indent=2).encode()))
     if args.track:  # one seed (validate_args); before the SummaryWriters, which wandb's TensorBoard sync patches
         start_wandb(args, run.run_dirs[seeds[0]], run.run_names[seeds[0]], run.config_args[seeds[0]])
     run.writers = []
+    quiet_failed_writes_in_writer_threads()
     for seed in seeds:
         with writing(os.path.join(run.run_dirs[seed], "events.out.tfevents.*")):
             run.writers.append(SummaryWriter(run.run_dirs[seed], purge_step=run.global_step if resumed else None))

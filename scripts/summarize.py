@@ -104,7 +104,7 @@ BOOKKEEPING_KEYS = {
     "python": "library version: requirements.txt pins it",
     "torch": "library version: requirements.txt pins it (the CPU and the CUDA build of one version differ here)",
     "release": "the generation of defaults the code had (CHANGELOG.md): the flags above record every default's value",
-    "device": "where the run computed (cpu or cuda)",
+    "device": "where the run computed (cpu, or cuda:N)",
     "gymnasium": "library version: requirements.txt pins it",
     "mujoco": "library version: requirements.txt pins it",
     "numpy": "library version: requirements.txt pins it",

@@ -2,11 +2,15 @@
 
 Each fault gets one line naming the file and what is wrong, and loses nothing. End to end on the template only (the
 code is the plumbing, byte-identical in every script): one straight tiny run, one stopped by a disk that fills up at
-its second checkpoint, that run resumed with the same command, and a refusal (no training) per damaged file.
+its second checkpoint, that run resumed with the same command, and a refusal (no training) per damaged file. The
+disk here is a mock (ENOSPC where it says); tests/test_full_disk.py fills a real one (a tmpfs). Also: what config.json
+records besides the flags (the release, the device), and that a run directory from before it recorded them resumes.
 """
 
 import errno
+import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -14,6 +18,7 @@ import sys
 
 import numpy as np
 import pytest
+import torch
 
 import ppo_continuous as ppo
 from tiny_run import (REPO_ROOT, TINY_FLAGS, assert_same_run_state, directory_bytes, load_checkpoint_file,
@@ -105,7 +110,9 @@ def test_a_full_disk_stops_the_run_in_one_line_and_loses_nothing(disk_full, stra
         ".lock", "checkpoint.pt", "config.json", "evaluations.csv", "plasticity.csv", "states.npz"]  # no .tmp, .new
     assert load_checkpoint_file(run_dir / "checkpoint.pt")["global_step"] == 128
     with np.load(run_dir / "states.npz") as saved:
-        assert saved["global_steps"].max() == 120  # every 10th step, up to the checkpoint's
+        # every 10th step, up to the checkpoint that failed: states.npz is written before checkpoint.pt, so it is
+        # never behind it; a resume keeps the states up to checkpoint.pt's step
+        assert saved["global_steps"].max() == 250
     for name in ("evaluations.csv", "plasticity.csv"):
         logged, complete = (run_dir / name).read_bytes(), (straight / name).read_bytes()
         assert complete.startswith(logged) and logged.count(b"\n") >= 4, name  # the header and rows up to step 256
@@ -132,6 +139,40 @@ def test_after_space_is_freed_the_printed_command_resumes_bit_for_bit(disk_full,
         for name in ("observations", "global_steps"):
             assert np.array_equal(resumed_states[name], straight_states[name]), name
     assert not [path for path in run_dir.iterdir() if path.name.endswith((".tmp", ".new"))]
+
+
+def test_config_json_records_the_release_and_the_device(straight, monkeypatch):
+    """config.json records the release (RELEASE, the generation of defaults) just before the commit, and
+    the device the run trained on: "cpu" here, whatever the cuda flag says (it means "CUDA when available");
+    a CUDA device with its index."""
+    config = json.loads((straight / "config.json").read_text())
+    assert re.fullmatch(r"v\d+\.\d+", ppo.RELEASE) and config["release"] == ppo.RELEASE
+    keys = list(config)
+    assert keys.index("git_commit") == keys.index("release") + 1
+    assert config["device"] == "cpu"
+    assert ppo.device_name(torch.device("cpu")) == "cpu" and ppo.device_name(torch.device("cuda", 1)) == "cuda:1"
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 2)
+    assert ppo.device_name(torch.device("cuda")) == "cuda:2"  # torch.device("cuda"): the current CUDA device
+
+
+def test_a_run_directory_from_before_release_and_device_resumes_bit_for_bit(disk_full, straight, tmp_path):
+    """A run directory written before config.json recorded "release" and "device" (the run the full disk stopped
+    at step 128, those keys deleted from its config.json): the same command resumes it, not refusing it as another
+    configuration (only the flags are compared), and it ends as the straight run did; its config.json then records
+    both keys."""
+    run_dir = tmp_path / "before"
+    shutil.copytree(disk_full[1], run_dir)
+    config = json.loads((run_dir / "config.json").read_text())
+    for entries in (config, config["args"]):  # as the code before wrote it: neither key, at either level
+        for key in ("release", "device"):
+            entries.pop(key, None)
+    (run_dir / "config.json").write_text(json.dumps(config, indent=2))
+    resumed = run_script(SCRIPT, run_dir, *FLAGS)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "from global_step 128" in resumed.stdout
+    assert_same_run_state(run_dir, straight)
+    config = json.loads((run_dir / "config.json").read_text())
+    assert config["release"] == ppo.RELEASE and config["device"] == "cpu"
 
 
 def cut(path, size: int) -> None:
