@@ -447,7 +447,8 @@ def write_script_run(scripts, run_dir, module, seed, value, *, steps_per_task=25
     config = {"args": dataclasses.asdict(args), "script": os.path.basename(scripts[module].__file__), "method": method,
               "run_name": f"{args.env_id}__{args.experiment}__{args.strategy}__{args.exp_name}__{seed}",
               "num_tasks": num_tasks, "total_steps": steps_per_task * num_tasks,
-              "schedule": [str(p) for p in schedule[:num_tasks]], **scripts["metadata"]}  # fmt: skip
+              "schedule": [str(p) for p in schedule[:num_tasks]],
+              "device": scripts[module].device_name(scripts[module].torch.device("cpu")), **scripts["metadata"]}  # fmt: skip
     with open(os.path.join(run_dir, "config.json"), "w") as f:
         json.dump(config, f, indent=2)
     return str(run_dir)
