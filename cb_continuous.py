@@ -1753,11 +1753,6 @@ def load_checkpoints(run_dir: str, trust: bool = False) -> list:
     return states
 
 
-def load_checkpoint(run_dir: str, trust: bool = False) -> Optional[dict]:
-    """The newest readable checkpoint (checkpoint.pt, else checkpoint.prev.pt), or None when there is none."""
-    return next(iter(load_checkpoints(run_dir, trust)), None)
-
-
 def group_checkpoints(run_dirs: list, trust: bool = False) -> Optional[list]:
     """One checkpoint per seed, all at the same step: the newest step every seed's directory holds a readable
     checkpoint of (the seeds write theirs one after another, so a crash in between leaves them a step apart).
