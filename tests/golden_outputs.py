@@ -42,8 +42,8 @@ from tiny_run import REPO_ROOT, run_script, two_seed_flags  # noqa: E402
 # 363535a (issue 31): the first commit with ppo_redo and ppo_snp, whose five older scripts are byte for byte those of
 # ae9ef78, where they reproduced the previous reference aa9ecc08 bit for bit; now every script is guarded.
 # d3270e2 (issue 29): the default moves to --log-std-init -1 without observation or reward normalization (nonormstd1,
-# docs/ant_walk); with PREVIOUS_DEFAULT_FLAGS every script still reproduces 363535a bit for bit.
-# 823e260 (issue 46): reward normalization is the default again (docs/eppo_critic); with BEFORE_ISSUE_46_FLAGS every
+# docs/studies/2026-11-27_why_ppo_does_not_walk_on_ant); with PREVIOUS_DEFAULT_FLAGS every script still reproduces 363535a bit for bit.
+# 823e260 (issue 46): reward normalization is the default again (docs/studies/2026-11-29_eppo_ind_gap_on_ant); with BEFORE_ISSUE_46_FLAGS every
 # script still reproduces d3270e2 bit for bit.
 REFERENCE_COMMIT = "823e260cb382a2e453ddd5717aa0e8961beef018"
 # The defaults before issue 29 (Ant), spelled out as flags, and the last commit whose defaults they were: with these
@@ -57,7 +57,7 @@ PREVIOUS_DEFAULT_FLAGS = ("--hidden-dim", "256", "--activation", "relu", "--laye
                           "--include-cfrc-ext-in-observation")
 # The defaults before issue 46 (issue 29's: raw rewards), and the last commit whose defaults they were: the one flag
 # --no-norm-reward gives them back, and with it the work tree's scripts reproduce that commit's tiny runs bit for bit
-# (docs/eppo_critic: reward normalization became the default of every script).
+# (docs/studies/2026-11-29_eppo_ind_gap_on_ant: reward normalization became the default of every script).
 BEFORE_ISSUE_46_COMMIT = "d3270e2666667835da00fe1e6d0bc168967adca6"
 BEFORE_ISSUE_46_FLAGS = ("--no-norm-reward",)
 # Every earlier set of defaults, (the last commit whose defaults they were, those defaults as flags), oldest first.

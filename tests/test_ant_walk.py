@@ -1,4 +1,4 @@
-"""docs/ant_walk/ (issue 29's screen): collect.py's training.csv from TensorBoard events, analyze.py's statistics on
+"""docs/studies/2026-11-27_why_ppo_does_not_walk_on_ant/ (issue 29's screen): collect.py's training.csv from TensorBoard events, analyze.py's statistics on
 synthetic outputs with known answers, and the committed table regenerated from the committed outputs."""
 
 import csv
@@ -13,7 +13,7 @@ import pytest
 
 from tiny_run import REPO_ROOT
 
-ANT_WALK = os.path.join(REPO_ROOT, "docs", "ant_walk")
+ANT_WALK = os.path.join(REPO_ROOT, "docs", "studies", "2026-11-27_why_ppo_does_not_walk_on_ant")
 
 
 def load(name: str):
@@ -25,7 +25,7 @@ def load(name: str):
 
 collect, analyze = load("collect"), load("analyze")
 # halfcheetah_check imports its neighbour analyze by that name: lend it ours while it loads, then give the name back
-# (docs/paper_length has an analyze.py of its own, imported by that name in tests/test_paper_length.py)
+# (docs/studies/2026-11-26_paper_length_v0.1_defaults has an analyze.py of its own, imported by that name in tests/test_paper_length.py)
 _previous_analyze = sys.modules.get("analyze")
 sys.modules["analyze"] = analyze
 try:

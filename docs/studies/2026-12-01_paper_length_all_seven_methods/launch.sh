@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The paper's other five methods at its length: PFO, CB, PPO_DRND, EPPO_mean and EPPO_cor on Ant-v5 and
+# HalfCheetah-v5 paralysis back-one, 9 tasks x 500k steps, an evaluation of 10 episodes every 20k steps, seeds 1-8,
+# the scripts' defaults (README.md). docs/studies/2026-11-26_paper_length_v0.1_defaults/launch.sh's launcher, its modes and resume store, with these
+# methods and phases; PPO and EPPO_ind are docs/studies/2026-11-29_paper_length_v0.3_defaults's runs (README.md: why they stand).
+#
+#   bash docs/studies/2026-12-01_paper_length_all_seven_methods/launch.sh            # start (or resume) every unfinished run, in the background
+#   bash docs/studies/2026-12-01_paper_length_all_seven_methods/launch.sh --status   # steps done per run
+#   bash docs/studies/2026-12-01_paper_length_all_seven_methods/launch.sh --stop     # SIGTERM: every run writes a checkpoint and exits 75
+#   bash docs/studies/2026-12-01_paper_length_all_seven_methods/launch.sh --collect  # the small outputs into docs/studies/2026-12-01_paper_length_all_seven_methods/outputs/
+#   bash docs/studies/2026-12-01_paper_length_all_seven_methods/launch.sh --stash    # after --stop: the resume points into .../resume/, to commit
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# the commit where CB takes the paper's values per setting (every method's runs: one pinned commit)
+export PAPER_LENGTH_PIN=71aed1337848e5830a0888fac61c1a7aa30854c5
+export PAPER_LENGTH_ROOT=${BASELINES_PAPER_LENGTH_ROOT:-/work/baselines_paper_length}
+export PAPER_LENGTH_OUTPUTS=${BASELINES_PAPER_LENGTH_OUTPUTS:-$HERE/outputs}
+export PAPER_LENGTH_STORE=${BASELINES_PAPER_LENGTH_STORE:-$HERE/resume}
+export PAPER_LENGTH_ANCHOR=0
+export PAPER_LENGTH_METHODS=PFO,CB,PPO_DRND,EPPO_mean,EPPO_cor
+# two phases, each both settings (Ant's five processes first, then HalfCheetah's), so both cores stay busy to a
+# phase's end: seeds 1-5 (the interim tables), then seeds 6-8
+BOTH=paralysis/Ant/back-one,paralysis/HalfCheetah/back-one
+export PAPER_LENGTH_PHASES="$BOTH 1-5 5;$BOTH 6-8 3"
+exec bash "$HERE/../2026-11-26_paper_length_v0.1_defaults/launch.sh" "$@"
