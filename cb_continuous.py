@@ -120,7 +120,8 @@ class Args:
     paper never mentions it, ObjectRL has none; on in v0.1, off in v0.2, on from v0.3:
     CHANGELOG.md); --no-norm-reward: the raw rewards (the statistics are still updated)"""
 
-    # CB: continual backpropagation (Dohare et al., 2024; EPPO paper, Appendix B: per-setting values in docs/baselines.md)
+    # CB: continual backpropagation (Dohare et al., 2024; EPPO paper, Appendix B: per-setting values in
+    # docs/baselines.md); --utility-decay and --reset-optimizer-state: where the paper and the official code differ
     replacement_rate: Optional[float] = None
     """CB: fraction of the eligible (mature) units of each hidden layer replaced per minibatch step; default: the
     paper's for the setting (Appendix B, "CB details": 1e-5 on HalfCheetah, 1e-4 on Ant)"""
@@ -132,7 +133,8 @@ class Args:
     weight_decay: float = 1e-4
     """CB: L2 regularization coefficient (Adam's weight_decay, added to the gradient as in the original code)"""
     reset_optimizer_state: bool = True
-    """CB: zero the Adam moments of a replaced unit's weights (the official RL script skips this; see docs/baselines.md)"""
+    """CB: zero the Adam moments of a replaced unit's weights (the official RL script skips this; see
+    docs/baselines.md)"""
 
     def __post_init__(self):
         # CB: without --maturity-threshold / --replacement-rate, the paper's values for the setting (default_cb_values;
@@ -168,9 +170,6 @@ class Args:
     --num-seeds > 1); re-running with an existing run directory resumes it"""
     overwrite: bool = False
     """delete the outputs of a previous run in `run_dir` whose configuration differs, instead of refusing"""
-    trust_checkpoint: bool = False
-    """load `run_dir`'s checkpoints with full unpickling, which runs any code a crafted file carries: only for files
-    you trust, e.g. a run started before checkpoint format 4 (the default reads tensors and plain values only)"""
 
     # Environment and non-stationarity schedule
     env_id: Literal["HalfCheetah-v5", "Ant-v5"] = "HalfCheetah-v5"
@@ -385,9 +384,6 @@ class GenerateAndTest:
         self.linears.append(head)
         if len(generators) != len(head.weight):
             raise ValueError(f"expected one generator per seed ({len(head.weight)}), got {len(generators)}")
-        if not 0 <= replacement_rate <= 1 or maturity_threshold < 0 or not 0 <= utility_decay < 1:
-            raise ValueError("need replacement_rate in [0, 1], maturity_threshold >= 0 and utility_decay in [0, 1), "
-                             f"got {replacement_rate}, {maturity_threshold}, {utility_decay}")
         self.optimizer, self.generators = optimizer, generators
         self.replacement_rate, self.maturity_threshold = float(replacement_rate), int(maturity_threshold)
         self.utility_decay, self.init_gain, self.init = float(utility_decay), float(init_gain), init
@@ -410,11 +406,6 @@ class GenerateAndTest:
         # a just-replaced unit (age 0) has utility 0: dividing by 1 keeps it 0 instead of 0 / 0
         correction = correction.masked_fill(ages == 0, 1.0)
         return utilities / correction.to(utilities.device, utilities.dtype)
-
-    def mean_utility(self) -> list:
-        """Each seed's mean bias-corrected utility over all its hidden units (one host sync: call once per update)."""
-        return torch.stack([torch.cat([self.bias_corrected_utilities(i, k) for i in range(len(self.utilities))]).mean()
-                            for k in range(len(self.generators))]).tolist()
 
     @torch.no_grad()
     def step(self, hidden_activations: list, stepping: Optional[np.ndarray] = None) -> np.ndarray:
@@ -508,7 +499,8 @@ def make_agent(args: Args, obs_dim: int, action_dim: int, generators: list, devi
     critic = Critic(obs_dim, args, generators).to(device)
     # CB: L2 regularization through Adam's weight_decay (gradient += weight_decay * weight), on every parameter
     actor_optimizer = SeedwiseAdam(actor.parameters(), lr=args.learning_rate, eps=1e-5, weight_decay=args.weight_decay)
-    critic_optimizer = SeedwiseAdam(critic.parameters(), lr=args.learning_rate, eps=1e-5, weight_decay=args.weight_decay)
+    critic_optimizer = SeedwiseAdam(critic.parameters(), lr=args.learning_rate, eps=1e-5,
+                                    weight_decay=args.weight_decay)
     # CB: one generate-and-test per network: the actor's mean network (trunk and mean head) and the critic
     settings = dict(generators=generators, replacement_rate=args.replacement_rate, utility_decay=args.utility_decay,
                     maturity_threshold=args.maturity_threshold, reset_optimizer_state=args.reset_optimizer_state,
@@ -666,8 +658,8 @@ def log_update(run, batch: dict, means: dict) -> None:
     """CleanRL's charts/ and losses/ tags: each seed's means over the minibatch steps it took in this update."""
     y_pred, y_true = batch["values"].cpu().numpy(), batch["returns"].cpu().numpy()
     action_std = torch.exp(run.agent.actor.action_log_std().detach()).mean((1, 2)).cpu().numpy()
-    # CB: each seed's mean utility, actor and critic
-    utility = [run.agent.actor_generate_and_test.mean_utility(), run.agent.critic_generate_and_test.mean_utility()]
+    # CB: diagnostics, each seed's mean utility, actor and critic
+    utility = [mean_utility(run.agent.actor_generate_and_test), mean_utility(run.agent.critic_generate_and_test)]
     for k, log in updated_seeds(run):
         var_y = np.var(y_true[k])
         log("charts/learning_rate", run.agent.actor_optimizer.param_groups[0]["lr"])
@@ -705,6 +697,16 @@ def main(argv: list) -> int:
     return finish_run(run)
 
 
+# ---- CB: the diagnostics, the cb/ tags; they are logged, nothing trains on them ----
+
+
+def mean_utility(gnt: GenerateAndTest) -> list:
+    """CB: each seed's mean bias-corrected utility over all hidden units of one network's generate-and-test (one
+    host sync: call once per update)."""
+    return torch.stack([torch.cat([gnt.bias_corrected_utilities(i, k) for i in range(len(gnt.utilities))]).mean()
+                        for k in range(len(gnt.generators))]).tolist()
+
+
 # ==== The plumbing: from this line to the end, every *_continuous.py is byte-identical (a test checks it) ====
 # Seeds stacked in one process, the per-seed optimizer, observation normalization, environment stepping and
 # evaluation, checkpoint and resume, CSV and TensorBoard output, the command line and its errors.
@@ -739,9 +741,9 @@ EXIT_DISK_FULL = 74
 RELEASE = "v0.4"
 CHECKPOINT_FORMAT = 4  # 2: every per-seed tensor has a leading seed axis of length 1; 3: BatchedEnv's env states;
 # 4: tensors and plain Python values only, so torch.load(weights_only=True) reads it without running code
-TRUSTED_OLD_FORMATS = (3,)  # read only with --trust-checkpoint (their numpy arrays need full unpickling)
 # Args that may change between a run and its resumption without changing the experiment (a seed's results do
-# not depend on the other seeds trained beside it, so the group it runs in may change too).
+# not depend on the other seeds trained beside it, so the group it runs in may change too); trust_checkpoint: a
+# flag of v0.1-v0.4 (full unpickling of format 3), gone, so that a run directory it wrote still resumes.
 RESUME_IGNORED_ARGS = ("overwrite", "cuda", "track", "wandb_project_name", "wandb_entity", "max_nonfinite_skips",
                        "num_seeds", "run_dir", "env_threads", "trust_checkpoint")
 # From this many seeds per process up, the default (`--cuda` not given explicitly) trains on CUDA when it is
@@ -750,11 +752,10 @@ CUDA_MIN_SEEDS = 8
 # Without a terminal (output to a file) the progress bar is off: every evaluation line says where the run is, and
 # a line says it at least this often when evaluations are further apart.
 PROGRESS_NOTE_SECONDS = 300
-# The CSV logs of a run directory and their columns; every column holds numbers but those in CSV_TEXT_COLUMNS.
+# The CSV logs of a run directory and their columns.
 CSV_LOGS = {"evaluations.csv": ["global_step", "task", "episodes", "return_mean", "return_std", "return_min",
                                 "return_max"],
             "plasticity.csv": ["global_step", "task", "network", "effective_rank", "stable_rank", "dormant_percent"]}
-CSV_TEXT_COLUMNS = ("network",)
 
 
 # ---- Seeds stacked in one process: layers, optimizer, normalization ----
@@ -863,7 +864,8 @@ def hidden_layers(network: nn.Module) -> list:
             layer_norms.append(None)
         elif isinstance(module, StackedLayerNorm):
             layer_norms[-1] = module
-    heads = [module for name, module in network.named_children() if name != "trunk" and isinstance(module, StackedLinear)]
+    heads = [module for name, module in network.named_children()
+             if name != "trunk" and isinstance(module, StackedLinear)]
     if len(heads) != 1:
         raise ValueError(f"{type(network).__name__} has {len(heads)} output layers besides its trunk; expected one")
     linears.append(heads[0])
@@ -921,8 +923,9 @@ class SeedwiseAdam(optim.Optimizer):
     """
 
     def __init__(self, params, lr: float, betas: tuple = (0.9, 0.999), eps: float = 1e-8, weight_decay: float = 0.0):
-        # weight_decay enters the state only when used, so a checkpoint without it (PPO's) loads as it always did
-        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, **({"weight_decay": weight_decay} if weight_decay else {})))
+        # weight_decay enters the state only when used: a checkpoint's optimizer entries stay those of v0.1-v0.4
+        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, **({"weight_decay": weight_decay} if weight_decay
+                                                                        else {})))
         self.params = self.param_groups[0]["params"]
         self.num_seeds = len(self.params[0])
         for p in self.params:
@@ -1030,7 +1033,8 @@ class RunningMeanStd:
             batch_mean, batch_var = batch.mean(axis=1, keepdims=True), batch.var(axis=1, keepdims=True)
             delta = batch_mean - self.mean
             self.mean = self.mean + delta * batch_count / total
-            self.var = (self.var * self.count + batch_var * batch_count + delta**2 * self.count * batch_count / total) / total
+            self.var = (self.var * self.count + batch_var * batch_count
+                        + delta**2 * self.count * batch_count / total) / total
         self.count = total
 
     def normalize(self, x: np.ndarray, clip: float) -> np.ndarray:
@@ -1172,7 +1176,8 @@ class Run:
     def checkpoint_state(self, k: int) -> dict:
         """Seed k's checkpoint, in the format of a one-seed run."""
         stacked = {name: value.state_dict() if hasattr(value, "state_dict") else value
-                   for name, value in [*vars(self.agent).items(), *((name, getattr(self, name)) for name in self.STATE)]}
+                   for name, value in [*vars(self.agent).items(),
+                                       *((name, getattr(self, name)) for name in self.STATE)]}
         return {"format": CHECKPOINT_FORMAT, "args": self.config_args[self.seeds[k]],
                 **{name: copy.deepcopy(getattr(self, name)) for name in self.COUNTERS}, **seed_slice(stacked, k),
                 "initial_parameters": seed_slice(self.initial_state, k),
@@ -1196,8 +1201,8 @@ class Run:
                 self.env.set_state(sim, env_state)
         for generator, checkpoint in zip(self.generators, checkpoints):
             generator.set_state(checkpoint["rng"]["torch"])
-        # theta_0 as the run drew it; a checkpoint written before 2026-11-29 (831c558) has none: the build's draw stays (the
-        # same seed's generator, so the same parameters while the initialization code is unchanged)
+        # theta_0 as the run drew it; a checkpoint written before 2026-11-29 (831c558) has none: the build's draw
+        # stays (the same seed's generator, so the same parameters while the initialization code is unchanged)
         for k, checkpoint in enumerate(checkpoints):
             for network, parameters in checkpoint.get("initial_parameters", {}).items():
                 for name, value in parameters.items():
@@ -1217,8 +1222,8 @@ def make_env(args: Args, num_sims: int) -> nonstationary_envs.BatchedEnv:
 
 
 def network_input(obs_rms: RunningMeanStd, obs: np.ndarray, args: Args) -> np.ndarray:
-    """What the networks see of raw observations: normalized by the running statistics and clipped (--norm-obs,
-    the default), or the raw observation itself, as float32 (--no-norm-obs; the statistics are still updated)."""
+    """What the networks see of raw observations: the raw observation as float32 (--no-norm-obs, the default since
+    v0.2; the statistics are still updated), or normalized by the running statistics and clipped (--norm-obs)."""
     if args.norm_obs:
         return obs_rms.normalize(obs, args.normalization_clip)
     # the shape normalize gives (obs broadcast against the per-seed statistics, (seeds, 1, obs_dim))
@@ -1228,7 +1233,8 @@ def network_input(obs_rms: RunningMeanStd, obs: np.ndarray, args: Args) -> np.nd
 def evaluation_steps(steps_per_task: int, num_tasks: int, eval_frequency: int) -> list:
     """Global steps at which the paper evaluates: 0, every eval_frequency steps, and the last step of every task."""
     total = steps_per_task * num_tasks
-    points = {0, *range(eval_frequency, total + 1, eval_frequency), *(steps_per_task * (i + 1) for i in range(num_tasks))}
+    points = {0, *range(eval_frequency, total + 1, eval_frequency),
+              *(steps_per_task * (i + 1) for i in range(num_tasks))}
     return sorted(points)
 
 
@@ -1240,11 +1246,11 @@ def evaluated_task(global_step: int, steps_per_task: int) -> int:
 def evaluate_policy(policy, eval_env: nonstationary_envs.BatchedEnv, task: int, obs_rms: RunningMeanStd,
                     args: Args, seeds: list, device, max_states: int = 0):
     """Run one episode per evaluation simulation with the deterministic action ``policy(obs)`` (the method's
-    evaluation_action), on ``task``, with the observation statistics frozen. Simulation k * E + i is seed ``seeds[k]``'s episode i of E, reset with
-    seeds[k] + 100 + i (paper, Appendix B), so an evaluation is a function of the policy and the statistics only;
-    all seeds' episodes share one forward pass per step. Returns the undiscounted returns and episode lengths,
-    (seeds, episodes), and per seed up to ``max_states`` normalized states spread evenly over its episodes (for the
-    plasticity metrics)."""
+    evaluation_action), on ``task``, with the observation statistics frozen. Simulation k * E + i is seed
+    ``seeds[k]``'s episode i of E, reset with seeds[k] + 100 + i (paper, Appendix B), so an evaluation is a function
+    of the policy and the statistics only; all seeds' episodes share one forward pass per step. Returns the
+    undiscounted returns and episode lengths, (seeds, episodes), and per seed up to ``max_states`` normalized states
+    spread evenly over its episodes (for the plasticity metrics)."""
     frozen_rms = copy.deepcopy(obs_rms)
     num_seeds = len(seeds)
     num_episodes = eval_env.num_sims // num_seeds
@@ -1335,7 +1341,8 @@ def progress_note(run: Run) -> str:
     if step > last_step:
         rate = (step - last_step) / max(now - last_time, 1e-9)
         seconds_left = round((run.total_steps - step) / rate)
-        note += f", {rate:,.0f} steps/s, {seconds_left // 3600}:{seconds_left // 60 % 60:02d}:{seconds_left % 60:02d} left"
+        hours, minutes, seconds = seconds_left // 3600, seconds_left // 60 % 60, seconds_left % 60
+        note += f", {rate:,.0f} steps/s, {hours}:{minutes:02d}:{seconds:02d} left"
     return note
 
 
@@ -1374,7 +1381,8 @@ def collect_rollout(run: Run) -> Optional[SimpleNamespace]:
                 env.set_task(None, run.task_index)
                 for writer in writers:
                     writer.add_scalar("task/index", run.task_index, run.global_step)
-                progress.write(f"step {run.global_step}: task {run.task_index} ({env.task_description(run.task_index)})")
+                progress.write(f"step {run.global_step}: task {run.task_index} "
+                               f"({env.task_description(run.task_index)})")
             buffers.obs[:, step] = run.obs
             action = act(torch.from_numpy(run.obs).to(device), step).cpu().numpy()
             buffers.actions[:, step] = action
@@ -1466,16 +1474,12 @@ def must_stop_nonfinite(run: Run) -> bool:
 
 
 def optimizer_step(run: Run, losses: dict, unclipped: tuple = ()) -> np.ndarray:
-    """One step of each optimizer ``run.agent.{name}_optimizer`` on its loss ``losses[name]``, (seeds,) each: one
-    backward of their sum over seeds (disjoint parameters, so each seed's gradient is that of its own loss), each
-    seed's gradient norm clipped at --max-grad-norm (except the optimizers named in ``unclipped``), and a seed
-    whose loss or gradient is not finite skips its step. Returns which seeds stepped, (seeds,) bool: none when a
-    seed has now skipped --max-nonfinite-skips steps in a row (minibatches then ends the update and the run stops).
-    ``run.grad_norms`` keeps the norms (before clipping), and every parameter's ``.grad`` keeps this step's clipped
-    gradient until the next optimizer_step (it zeroes them first, never after): a method reads them there (EPPO's
-    head shares). With --joint-optimizer the clipped optimizers share one clip, by the norm over all their
-    gradients (which run.grad_norms then holds for each): the separate Adams step exactly as one Adam over all
-    their parameters."""
+    """One step of each optimizer ``run.agent.{name}_optimizer`` on its loss ``losses[name]``, (seeds,): one backward
+    of their sum (each seed's gradient is its own loss's), each seed's norm clipped at --max-grad-norm (but the
+    optimizers in ``unclipped``; with --joint-optimizer one clip over all the others, as one Adam), and a seed whose
+    loss or gradient is not finite skips its step. Returns which seeds stepped, (seeds,) bool (none once a seed has
+    skipped --max-nonfinite-skips in a row). ``run.grad_norms`` keeps the norms before clipping, and each ``.grad``
+    this step's clipped gradient until the next optimizer_step, for a method to read."""
     optimizers = {name: getattr(run.agent, f"{name}_optimizer") for name in losses}
     for optimizer in optimizers.values():
         optimizer.zero_grad()
@@ -1711,21 +1715,20 @@ def save_checkpoint(run_dir: str, state: dict) -> None:
         os.replace(f"{path}.new", path)
 
 
-def read_checkpoint(path: str, trust: bool = False) -> tuple:
+def read_checkpoint(path: str) -> tuple:
     """(state, None) for a checkpoint this script can resume from, else (None, why not). The file is read with
     torch.load(weights_only=True), which unpickles tensors and plain values only, so a crafted file cannot run
-    code; ``trust`` (--trust-checkpoint) reads it with full unpickling and accepts the older TRUSTED_OLD_FORMATS."""
+    code."""
     import pickle
 
     try:
-        state = torch.load(path, map_location="cpu", weights_only=not trust)
-    except pickle.UnpicklingError as error:  # what weights_only refuses: a global it would have to import and call
-        refused = re.search(r"GLOBAL (\S+)", str(error))  # torch's message names the global it would have called
-        return None, (f"it needs code to load ({refused.group(1) if refused else 'a pickled object'}): written before checkpoint format {CHECKPOINT_FORMAT}, or "
-                      "crafted; refused, nothing in it ran (--trust-checkpoint reads it, for a file you trust)")
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError:  # what weights_only refuses: a global it would have to import and call
+        return None, (f"it needs code to load: written before checkpoint format {CHECKPOINT_FORMAT} (before "
+                      "2026-11-27), or crafted; refused, nothing in it ran")
     except Exception as error:  # a truncated or corrupt file
         return None, f"it is unreadable ({type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''})"
-    if not isinstance(state, dict) or state.get("format") not in (CHECKPOINT_FORMAT, *(TRUSTED_OLD_FORMATS * trust)):
+    if not isinstance(state, dict) or state.get("format") != CHECKPOINT_FORMAT:
         found = state.get("format") if isinstance(state, dict) else type(state).__name__
         return None, f"it has checkpoint format {found}, this script reads {CHECKPOINT_FORMAT}"
     for place in state.pop("numpy_arrays", []):  # back to the numpy arrays save_checkpoint stored as tensors
@@ -1737,29 +1740,28 @@ def read_checkpoint(path: str, trust: bool = False) -> tuple:
     return state, None
 
 
-def load_checkpoints(run_dir: str, trust: bool = False) -> list:
-    """The readable checkpoints of a run directory, newest first (checkpoint.pt, then checkpoint.prev.pt); a file
-    that cannot be read (truncated, another format, or refused as unsafe) is skipped with a warning."""
-    states = []
-    for name in ("checkpoint.pt", "checkpoint.prev.pt"):
-        path = os.path.join(run_dir, name)
-        if not os.path.exists(path):
-            continue
-        state, problem = read_checkpoint(path, trust)
-        if state is None:
+def group_checkpoints(run_dirs: list) -> tuple:
+    """(one checkpoint per seed, all at the newest step every seed holds, or None for a fresh start; [(path, why
+    not)] of the files that cannot be resumed from, of the seeds that hold no readable one). A seed's files are
+    checkpoint.pt and checkpoint.prev.pt: the seeds write theirs one after another, so a crash in between leaves
+    them a step apart; an unreadable file beside a readable one (truncated, another format, or refused as unsafe)
+    is skipped with a warning."""
+    by_step, stranded = [], []
+    for run_dir in run_dirs:
+        states, problems = {}, []
+        for path in (os.path.join(run_dir, name) for name in ("checkpoint.pt", "checkpoint.prev.pt")):
+            if os.path.exists(path):
+                state, problem = read_checkpoint(path)
+                if state is None:
+                    problems.append((path, problem))
+                else:
+                    states[state["global_step"]] = state
+        for path, problem in problems if states else ():
             warnings.warn(f"{path}: {problem}; trying the previous checkpoint")
-        else:
-            states.append(state)
-    return states
-
-
-def group_checkpoints(run_dirs: list, trust: bool = False) -> Optional[list]:
-    """One checkpoint per seed, all at the same step: the newest step every seed's directory holds a readable
-    checkpoint of (the seeds write theirs one after another, so a crash in between leaves them a step apart).
-    None when the seeds share no step (a fresh start)."""
-    by_step = [{state["global_step"]: state for state in load_checkpoints(run_dir, trust)} for run_dir in run_dirs]
+        stranded += [] if states else problems
+        by_step.append(states)
     common = set.intersection(*(set(steps) for steps in by_step))
-    return [states[max(common)] for states in by_step] if common else None
+    return ([states[max(common)] for states in by_step] if common else None), stranded
 
 
 def write_checkpoint(run: Run) -> None:
@@ -1780,42 +1782,25 @@ def write_checkpoint(run: Run) -> None:
 
 def csv_lines_to_keep(path: str, header: list, last_step: int) -> Optional[list]:
     """The lines of a CSV log (its header first, as CsvLog wrote them) that a resume from ``last_step`` keeps: those
-    logged up to it, each checked whole (the header's fields; numbers in the columns of numbers). Rows logged after
-    it are dropped whatever they hold (they are logged again, identically), and so is a torn last line (no line end:
-    what a crash or a full disk in the middle of an append leaves). None when the file does not exist; ValueError
-    naming the file, the line and what is wrong when a kept line is not whole."""
+    logged up to it. Rows logged after it are dropped (they are logged again, identically), and so is a torn last line
+    (no line end: what a crash or a full disk in the middle of an append leaves). None when the file does not exist;
+    ValueError naming the file and the line when the header, or a row's step and number of fields, is not what
+    CsvLog writes (a row torn by a crash, with the next one appended to it)."""
     if not os.path.exists(path):
         return None
     with open(path, "rb") as f:
-        lines = f.read().split(b"\n")
-    lines = [line + b"\n" for line in lines[:-1]]  # the last piece is empty, or a torn line
-    kept = []
-    for number, line in enumerate(lines, start=1):
-        try:
-            row = next(csv.reader([line.decode("ascii")]))
-        except (UnicodeDecodeError, csv.Error) as error:
-            raise ValueError(f"{path}, line {number}: unreadable ({error})") from None
-        if number == 1:
-            if row != header:
-                raise ValueError(f"{path}, line 1: the header is {','.join(row)!r}, expected {','.join(header)!r}")
-        else:
-            try:
-                if int(row[0]) > last_step:
-                    continue
-            except (IndexError, ValueError):
-                raise ValueError(f"{path}, line {number}: {line.decode('ascii').strip()!r} has no step number in "
-                                 f"its first column") from None
-            if len(row) != len(header):
-                raise ValueError(f"{path}, line {number}: {len(row)} fields, the header has {len(header)}")
-            for column, value in zip(header, row):
-                try:
-                    if column not in CSV_TEXT_COLUMNS:
-                        float(value)
-                except ValueError:
-                    raise ValueError(f"{path}, line {number}: {column} is {value!r}, not a number") from None
+        lines = [line + b"\n" for line in f.read().split(b"\n")[:-1]]  # the last piece is empty, or a torn line
+    if not lines or lines[0].decode("ascii", "replace").rstrip("\r\n").split(",") != header:
+        raise ValueError(f"{path}, line 1: not the header {','.join(header)!r}")
+    kept = lines[:1]
+    for number, line in enumerate(lines[1:], start=2):
+        step = line.split(b",", 1)[0]
+        if step.isdigit() and int(step) > last_step:
+            continue  # logged again, identically, whatever it holds
+        if not step.isdigit() or line.count(b",") != len(header) - 1:
+            raise ValueError(f"{path}, line {number}: {line.decode('ascii', 'replace').strip()!r} is not a row of "
+                             f"{len(header)} fields, a step number first")
         kept.append(line)
-    if not kept:
-        raise ValueError(f"{path} has no header line")
     return kept
 
 
@@ -1911,20 +1896,13 @@ def lock_run_dir(run_dir: str) -> None:
 
 
 def prepare_run_dir(args: Args, run_dir: str, config_args: dict) -> None:
-    """Create the run directory, check it is writable with some free space, take its lock (one writer), and
-    refuse a foreign config."""
+    """Create the run directory, take its lock (one writer; a directory that cannot be written fails here, before
+    any work), and refuse a foreign config. A disk that fills later stops the run in one line (stop_on_failed_write)."""
     try:
         os.makedirs(run_dir, exist_ok=True)
-        probe = os.path.join(run_dir, ".write_probe")
-        with open(probe, "w") as f:
-            f.write("ok")
-        os.remove(probe)
+        lock_run_dir(run_dir)  # before anything is read or deleted: --overwrite never touches a directory in use
     except OSError as error:
         raise ValueError(f"--run-dir {run_dir} is not writable: {error}") from None
-    lock_run_dir(run_dir)  # before anything is read or deleted: --overwrite never touches a directory in use
-    free_mb = shutil.disk_usage(run_dir).free / 2**20
-    if free_mb < 100:
-        raise ValueError(f"--run-dir {run_dir}: only {free_mb:.0f} MiB free on its disk (need at least 100 MiB)")
     config_path = os.path.join(run_dir, "config.json")
     if not os.path.exists(config_path):
         return
@@ -2029,16 +2007,9 @@ def set_up_devices(run: Run, argv: list) -> None:
     # from CUDA_MIN_SEEDS seeds up; an explicit --cuda forces it, --no-cuda forbids it.
     cuda_forced = "--cuda" in argv
     use_cuda = args.cuda and torch.cuda.is_available() and (cuda_forced or len(run.seeds) >= CUDA_MIN_SEEDS)
-    run.device = torch.device("cuda" if use_cuda else "cpu")
+    # with its index, as config.json records it ("cuda:0"): --cuda only says CUDA may be used
+    run.device = torch.device("cuda", torch.cuda.current_device()) if use_cuda else torch.device("cpu")
     run.generators = [torch.Generator().manual_seed(seed) for seed in run.seeds]
-
-
-def device_name(device: torch.device) -> str:
-    """The device a run trains on, as config.json records it: "cpu", or the CUDA device with its index ("cuda:0";
-    torch.device("cuda") is the current CUDA device). --cuda only says CUDA may be used (set_up_devices)."""
-    if device.type == "cuda" and device.index is None:
-        return f"cuda:{torch.cuda.current_device()}"
-    return str(device)
 
 
 def build(run: Run) -> None:
@@ -2080,23 +2051,17 @@ def restore_or_reset(run: Run) -> bool:
     to be logged again identically), else reset the simulations (and remove what an attempt that never wrote a
     checkpoint left). Unresumable checkpoints are refused (exit 2) unless --overwrite. Returns whether it resumed."""
     args, seeds = run.args, run.seeds
-    with warnings.catch_warnings():  # the files that cannot be read are named once, below or by load_checkpoints
-        warnings.simplefilter("ignore")
-        unusable = [os.path.join(run.run_dirs[seed], name) for seed in seeds
-                    if not load_checkpoints(run.run_dirs[seed], args.trust_checkpoint)
-                    for name in ("checkpoint.pt", "checkpoint.prev.pt")
-                    if os.path.exists(os.path.join(run.run_dirs[seed], name))]
+    checkpoints, unusable = group_checkpoints([run.run_dirs[seed] for seed in seeds])
     if unusable and not args.overwrite:  # never discard what such a run logged, nor run what a file carries
-        path = unusable[0]
-        print(f"error: {path} cannot be resumed: {read_checkpoint(path, args.trust_checkpoint)[1]}"
+        path, problem = unusable[0]
+        print(f"error: {path} cannot be resumed: {problem}"
               f"{f' (and {len(unusable) - 1} more checkpoint files)' if len(unusable) > 1 else ''}; the run directory "
               "is unchanged; pass --overwrite to start the run again", file=sys.stderr)
         sys.exit(EXIT_INVALID_CONFIG)
-    checkpoints = group_checkpoints([run.run_dirs[seed] for seed in seeds], args.trust_checkpoint)
     if checkpoints is None:
         for seed in seeds:  # leftovers of an earlier attempt that never wrote a checkpoint
             for name in os.listdir(run.run_dirs[seed]):
-                if name in ("evaluations.csv", "plasticity.csv", "states.npz") or name.startswith("events.out.tfevents"):
+                if name in (*CSV_LOGS, "states.npz") or name.startswith("events.out.tfevents"):
                     os.remove(os.path.join(run.run_dirs[seed], name))
         run.raw_obs = run.env.reset(None, [seed + i for seed in seeds for i in range(args.num_envs)]).reshape(
             len(seeds), args.num_envs, run.obs_dim)
@@ -2143,7 +2108,7 @@ def open_outputs(run: Run, resumed: bool) -> None:
     for seed in seeds:
         config = {"args": run.config_args[seed], "script": os.path.basename(__file__), "method": method_name(args),
                   "run_name": run.run_names[seed], "num_tasks": run.num_tasks, "total_steps": run.total_steps,
-                  "schedule": [str(p) for p in run.schedule[: run.num_tasks]], "device": device_name(run.device),
+                  "schedule": [str(p) for p in run.schedule[: run.num_tasks]], "device": str(run.device),
                   **run_metadata()}
         atomic_write_bytes(os.path.join(run.run_dirs[seed], "config.json"),
                            lambda f: f.write(json.dumps(config, indent=2).encode()))
@@ -2173,7 +2138,8 @@ def print_header(run: Run, notes: tuple, resumed: bool) -> None:
     print(f"{method_name(args)} on {args.env_id} {args.experiment}"
           f"{'' if args.experiment == 'none' else '/' + args.strategy}: {run.num_tasks} task(s) x "
           f"{args.steps_per_task} steps, seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds))} on {device}"
-          f"{'' if device.type == 'cuda' or not torch.cuda.is_available() else ' (CUDA from --num-seeds ' + str(CUDA_MIN_SEEDS) + ' or with --cuda)'}")
+          + ("" if device.type == "cuda" or not torch.cuda.is_available()
+             else f" (CUDA from --num-seeds {CUDA_MIN_SEEDS} or with --cuda)"))
     print(f"  task schedule: {'; '.join(run.env.task_description(i) for i in range(run.num_tasks))}")
     print(f"  simulations: {run.env.num_sims} training on {run.env.nthread} thread(s), {run.eval_env.num_sims} "
           f"evaluation on {run.eval_env.nthread}")
@@ -2222,21 +2188,17 @@ def start_session(run: Run, resumed: bool) -> None:
 
 
 def wandb_run_id(run_dir: str) -> str:
-    """The W&B run id of a run directory, kept in wandb_id.txt so that a resumed run continues the same W&B run.
-    Made here (8 random lowercase letters and digits, W&B's own id format) and written atomically: a start that
-    fails later never leaves an empty or partial id behind; an unusable file (empty, or not such an id) is
-    replaced."""
+    """The W&B run id of a run directory, kept in wandb_id.txt so that a resumed run continues the same W&B run
+    (written atomically: a start that fails later never leaves a partial id; a file that holds no id is replaced)."""
     import secrets
-    import string
 
     path = os.path.join(run_dir, "wandb_id.txt")
     if os.path.exists(path):
         with open(path) as f:
             wandb_id = f.read().strip()
-        if wandb_id and all(c.isalnum() or c in "-_" for c in wandb_id):
+        if wandb_id.isalnum():
             return wandb_id
-    alphabet = string.ascii_lowercase + string.digits
-    wandb_id = "".join(secrets.choice(alphabet) for _ in range(8))
+    wandb_id = secrets.token_hex(4)  # 8 characters of [0-9a-f], within W&B's id alphabet
     atomic_write_bytes(path, lambda f: f.write(wandb_id.encode()))
     return wandb_id
 
@@ -2269,7 +2231,8 @@ def finish_run(run: Run) -> int:
             atomic_write_bytes(os.path.join(run.run_dirs[seed], "summary.json"),
                                lambda f: f.write(json.dumps(summary, indent=2).encode()))
         print(f"finished {', '.join(run.run_dirs[seed] for seed in seeds)}: {run.global_step} steps per seed, train "
-              f"SPS {summary['group_train_sps']:.0f} ({summary['train_sps']:.0f} per seed), eval {timers['eval']:.1f} s")
+              f"SPS {summary['group_train_sps']:.0f} ({summary['train_sps']:.0f} per seed), "
+              f"eval {timers['eval']:.1f} s")
     for log in run.evaluations_logs + run.plasticity_logs:
         log.close()
     for writer, seed in zip(run.writers, seeds):
@@ -2297,7 +2260,8 @@ def validate_args(args: Args) -> None:
             raise ValueError(f"--{field.name.replace('_', '-')} must be one of {', '.join(choices)}, got {value!r}")
     schedule_length = len(nonstationary_envs.task_schedule(args.env_id, args.experiment, args.strategy))
     missing = [name for name in METHOD_FUNCTIONS if not callable(globals().get(name))]
-    missing += [f"Args.{name}" for name in METHOD_ARGS if name not in {field.name for field in dataclasses.fields(Args)}]
+    fields = {field.name for field in dataclasses.fields(Args)}
+    missing += [f"Args.{name}" for name in METHOD_ARGS if name not in fields]
     if missing:
         raise ValueError(f"the method above the marker lacks {', '.join(missing)}, which the plumbing uses (the "
                          "contract in the marker comment)")
@@ -2313,7 +2277,8 @@ def validate_args(args: Args) -> None:
     if args.env_threads < 0:
         raise ValueError(f"--env-threads must be >= 0 (0 = the CPUs this process may use), got {args.env_threads}")
     if args.checkpoint_frequency < 0:
-        raise ValueError(f"--checkpoint-frequency must be >= 0 (0 = only at task ends), got {args.checkpoint_frequency}")
+        raise ValueError("--checkpoint-frequency must be >= 0 (0 = only at task ends), got "
+                         f"{args.checkpoint_frequency}")
     batch_size = args.num_steps * args.num_envs
     if batch_size % args.minibatch_size != 0:
         raise ValueError(f"--minibatch-size {args.minibatch_size} must divide num_steps * num_envs = {batch_size}")
@@ -2335,32 +2300,8 @@ def validate_args(args: Args) -> None:
     validate_method(args)
 
 
-def foreign_flag_error(argv: list) -> Optional[str]:
-    """A short error for a flag this script does not have, naming the sibling script that has it (tyro would
-    only say "Unrecognized options"); None when every flag is this script's."""
-    known = {"help", "h"}
-    for field in dataclasses.fields(Args):
-        name = field.name.replace("_", "-")
-        known |= {name, f"no-{name}"}
-    here = os.path.dirname(os.path.abspath(__file__))
-    for token in argv:
-        if not token.startswith("--") or token[2:].split("=")[0].replace("_", "-") in known:
-            continue
-        flag = token.split("=")[0]
-        field = flag[2:].removeprefix("no-").replace("-", "_")
-        owners = []
-        for script in sorted(os.listdir(here)):
-            if script.endswith("_continuous.py") and script != os.path.basename(__file__):
-                with open(os.path.join(here, script)) as f:
-                    if f"\n    {field}: " in f.read():
-                        owners.append(script)
-        where = f"it belongs to {' and '.join(owners)}" if owners else "no script of this repository has it"
-        return f"{flag} is not a flag of {os.path.basename(__file__)}; {where} (`--help` lists this script's flags)"
-    return None
-
-
 def parse_args(argv: list) -> Args:
-    """The command line as Args, validated: tyro's parser, a short error (exit 2) for another script's flag or a
+    """The command line as Args, validated: tyro's parser, a one-line error (exit 2) for an unknown flag or a
     bad value, and a quiet exit when stdout closes early (`--help | head`), as command-line tools do."""
     import tyro
     import tyro._strings
@@ -2369,10 +2310,6 @@ def parse_args(argv: list) -> Args:
     # continuation line always does, so --help broke a flag's text mid-phrase: one paragraph per blank-line block
     tyro._strings.remove_single_line_breaks = lambda text: "\n\n".join(" ".join(block.split())
                                                                        for block in re.split(r"\n\s*\n", text))
-    error = foreign_flag_error(argv)
-    if error:
-        print(f"error: {error}", file=sys.stderr)
-        sys.exit(EXIT_INVALID_CONFIG)
     tyro_errors = io.StringIO()
     try:
         try:

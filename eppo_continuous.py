@@ -3,7 +3,8 @@
 Paper: "Evidential Proximal Policy Optimization", Sec. 3 and Algorithm 1 (in colour): an evidential critic (Normal-
 Inverse-Gamma value, trained on the Student-t NLL with hyperpriors), probabilistic GAE and UCB advantages
 A + kappa sqrt(var[A]). This file is ppo_continuous.py with every change marked ``# EPPO:``, so that
-`diff ppo_continuous.py eppo_continuous.py` is the method; docs/eppo.md explains each change and the evidential/ tags.
+`diff ppo_continuous.py eppo_continuous.py` is the method, in the paper's order, then after main two blocks of their
+own: the helpers of the open choices' flags and the diagnostics. docs/eppo.md explains each change and the tags.
 
 Read top to bottom: the flags, the networks, the policy and its rewards, the math, then the phases of one
 iteration (advantages, update with the loss of one minibatch, logging) and a short main. Below the marker line is
@@ -49,9 +50,6 @@ HYPERPRIOR = dict(omega_loc=0.0, omega_scale=100.0, nu_shape=5.0, nu_rate=1.0, a
                   beta_shape=5.0, beta_rate=1.0)
 # EPPO: keeps nu, beta > 0 and alpha - 1 > 0 representable in float32 (about 8 ulp of 1.0; docs/eppo.md)
 EVIDENCE_FLOOR = 1e-6
-# EPPO: exp's input cap (exp(20) = 4.9e8 keeps the NLL finite in float32); prior-mode's scale of the evidence rows
-EXP_INPUT_MAX = 20.0
-PRIOR_MODE_WEIGHT_SCALE = 0.01
 # EPPO: the paper's kappa per setting (its table tab:kappa_values), and kappa where it selected none
 PAPER_KAPPA_CSV = os.path.join(os.path.dirname(os.path.abspath(__file__)), "scripts", "paper_kappa.csv")
 FALLBACK_KAPPA = 0.1
@@ -135,16 +133,20 @@ class Args:
     """train the critic on R = A_UCB + omega as in Algorithm 1; --no-ucb-in-returns uses R = A_mean + omega"""
     xi: float = 0.01
     """weight of the log hyperprior in the critic loss L = NLL - xi * log p(omega, nu, alpha, beta)"""
+    # EPPO: the open choices, which the paper leaves open or states two ways (docs/eppo_open_choices.md, the study
+    # docs/studies/2026-11-29_eppo_ind_gap_on_ant); each default is our reading, and a run off it is named as an
+    # ablation (ablation_suffixes)
     critic_loss: Literal["nll", "mse", "nll-mse-omega"] = "nll"
     """nll: NLL - xi log p(m) (Eq. (2)); mse: the control, PPO's (omega - R)^2 (nu, alpha, beta only logged);
-    nll-mse-omega (a loss the paper does not state; docs/eppo_critic): omega fits (omega - R)^2, the mean return, and the
-    evidence fits the NLL around that omega (detached), so large errors are not discounted on omega"""
+    nll-mse-omega (a loss the paper does not state; docs/studies/2026-11-29_eppo_ind_gap_on_ant): omega fits
+    (omega - R)^2, the mean return, and the evidence fits the NLL around that omega (detached), so large errors are
+    not discounted on omega"""
     hyperprior_terms: Literal["text", "algorithm1"] = "text"
     """text: Sec. 3.1's four terms, log p(omega) + log p(nu) + log p(alpha) + log p(beta); algorithm1: Algorithm 1's
     line as printed, log p(omega) + log p(nu) + log p(alpha) + log p(nu) (no beta term: scale-equivariant in beta)"""
     critic_grad_clip: Literal["whole", "none"] = "whole"
     """whole: the critic's gradient norm clipped at --max-grad-norm over the whole network (Appendix B); none
-    (evidence only; docs/eppo_critic): the critic unclipped (the actor's clip stays)"""
+    (evidence only; docs/studies/2026-11-29_eppo_ind_gap_on_ant): the critic unclipped (the actor's clip stays)"""
     hyperprior_reduction: Literal["mean", "sum", "once"] = "mean"
     """the hyperprior's reduction over a minibatch: mean (Algorithm 1), sum or once (hyperprior_weight)"""
     evidence_init: Literal["default", "prior-mode"] = "default"
@@ -182,9 +184,6 @@ class Args:
     --num-seeds > 1); re-running with an existing run directory resumes it"""
     overwrite: bool = False
     """delete the outputs of a previous run in `run_dir` whose configuration differs, instead of refusing"""
-    trust_checkpoint: bool = False
-    """load `run_dir`'s checkpoints with full unpickling, which runs any code a crafted file carries: only for files
-    you trust, e.g. a run started before checkpoint format 4 (the default reads tensors and plain values only)"""
 
     # Environment and non-stationarity schedule
     env_id: Literal["HalfCheetah-v5", "Ant-v5"] = "HalfCheetah-v5"
@@ -229,18 +228,9 @@ class Args:
 
 
 def method_name(args: Args) -> str:
-    """The method's name in result tables (sweeps and summaries use it). EPPO: EPPO_mean, EPPO_cor, EPPO_ind; a run
-    that departs from the paper or from our readings of its open choices gets them appended (EPPO_ind+xi1+exp),
-    so that an ablation never shares a table cell with the method itself."""
-    changes = {"critic_loss": args.critic_loss, "hyperprior_terms": f"hp-{args.hyperprior_terms}",
-               "critic_grad_clip": f"clip-{args.critic_grad_clip}", "xi": f"xi{args.xi:g}",
-               "hyperprior_reduction": f"hp-{args.hyperprior_reduction}",
-               "evidence_init": args.evidence_init, "evidence_transform": args.evidence_transform,
-               # a switch departs by its flag's name: no-norm-reward, no-ucb-in-returns (both on by default)
-               **{field: ("" if getattr(args, field) else "no-") + field.replace("_", "-")
-                  for field in ("norm_reward", "ucb_in_returns")}}
-    return "+".join([f"EPPO_{args.variant}", *(name for field, name in changes.items()
-                                                 if getattr(args, field) != getattr(Args(), field))])
+    """The method's name in result tables (sweeps and summaries use it). EPPO: EPPO_mean, EPPO_cor, EPPO_ind, and a
+    run's departures from the paper or from our readings of its open choices appended (ablation_suffixes)."""
+    return "+".join([f"EPPO_{args.variant}", *ablation_suffixes(args)])
 
 
 def run_tag(args: Args) -> str:
@@ -367,39 +357,21 @@ class Actor(nn.Module):
     hidden_activations = Critic.hidden_activations
 
 
-# ---- EPPO: the choices the paper leaves open (docs/eppo_open_choices.md; the flags' defaults are our readings) ----
+def make_agent(args: Args, obs_dim: int, action_dim: int, generators: list, device: torch.device):
+    """Everything the method learns or keeps between updates; the checkpoint saves each entry by its name.
+    Separate actor and critic with separate Adam optimizers (paper, Appendix B); the reward normalizer's
+    statistics and each env's discounted return (training_reward)."""
+    actor = Actor(obs_dim, action_dim, args, generators).to(device)
+    # EPPO: the evidential critic (Sec. 3.1), its evidence started at the hyperpriors' modes with --evidence-init
+    critic = EvidentialCritic(obs_dim, args, generators, args.evidence_transform, evidence_init_modes(args)).to(device)
+    return Agent(actor=actor, critic=critic,
+                 actor_optimizer=SeedwiseAdam(actor.parameters(), lr=args.learning_rate, eps=1e-5),
+                 critic_optimizer=SeedwiseAdam(critic.parameters(), lr=args.learning_rate, eps=1e-5),
+                 return_rms=RunningMeanStd(len(generators), ()),
+                 discounted_return=np.zeros((len(generators), args.num_envs)))
 
 
-def evidence_transform(raw: torch.Tensor, transform: str = "softplus") -> torch.Tensor:
-    """EPPO: the positivity transform of the head's nu, alpha - 1, beta outputs (--evidence-transform)."""
-    if transform == "softplus":
-        return F.softplus(raw)
-    if transform == "exp":
-        return torch.exp(raw.clamp(max=EXP_INPUT_MAX))
-    raise ValueError(f"unknown evidence transform {transform!r}; valid choices: softplus, exp")
-
-
-def inverse_evidence_transform(value: float, transform: str = "softplus") -> float:
-    """EPPO: the head output that ``evidence_transform`` maps to ``value`` > 0 (softplus^-1(v) = v + log(1 - e^-v))."""
-    if transform == "softplus":
-        return value + math.log(-math.expm1(-value))
-    if transform == "exp":
-        return math.log(value)
-    raise ValueError(f"unknown evidence transform {transform!r}; valid choices: softplus, exp")
-
-
-def gamma_mode(shape: float, rate: float) -> float:
-    """EPPO: the mode (shape - 1) / rate of Gam(shape, rate), for shape > 1 (4 for the paper's Gam(5, 1))."""
-    return (shape - 1.0) / rate
-
-
-def hyperprior_weight(xi: float, reduction: str, minibatch_size: int) -> float:
-    """EPPO: the weight w in L = mean(NLL) + w mean(-log p(m)) (--hyperprior-reduction, docs/eppo_open_choices.md):
-    mean (Algorithm 1) xi, sum xi * M (the prior summed over the minibatch), once xi / M (once per minibatch)."""
-    weights = {"mean": xi, "sum": xi * minibatch_size, "once": xi / minibatch_size}
-    if reduction not in weights:
-        raise ValueError(f"unknown hyperprior reduction {reduction!r}; valid choices: mean, sum, once")
-    return weights[reduction]
+# ---- EPPO: the method, in the paper's order: the evidential critic (Sec. 3.1), then its advantages (Sec. 3.2) ----
 
 
 class NIGPrediction(NamedTuple):
@@ -412,8 +384,8 @@ class NIGPrediction(NamedTuple):
 
 
 class EvidentialCritic(nn.Module):
-    """EPPO: PPO's critic trunk with a head for the NIG parameters (omega, nu, alpha, beta) (Sec. 3.1); ``init_modes``
-    (nu, alpha - 1, beta) starts the evidence there, the evidence rows' weights scaled down (--evidence-init)."""
+    """EPPO: PPO's critic trunk with a head for the NIG parameters (omega, nu, alpha, beta) (Sec. 3.1; Algorithm 1,
+    line 5); ``init_modes`` (nu, alpha - 1, beta) starts the evidence there (--evidence-init, start_evidence_at)."""
 
     def __init__(self, obs_dim: int, args: Args, generators: list, transform: str = "softplus",
                  init_modes: Optional[tuple] = None):
@@ -422,10 +394,7 @@ class EvidentialCritic(nn.Module):
         self.head = layer_init(StackedLinear(len(generators), args.hidden_dim, 4), generators, std=1.0, init=args.init)
         self.transform = transform
         if init_modes is not None:
-            with torch.no_grad():
-                self.head.weight[:, 1:] *= PRIOR_MODE_WEIGHT_SCALE
-                for row, mode in enumerate(init_modes, start=1):
-                    self.head.bias[..., row] = inverse_evidence_transform(mode - EVIDENCE_FLOOR, transform)
+            start_evidence_at(self.head, init_modes, transform)
 
     def forward(self, x: torch.Tensor) -> NIGPrediction:
         # strided views: computed element by element on the CPU, so a seed's evidence does not depend on K
@@ -440,20 +409,90 @@ class EvidentialCritic(nn.Module):
     hidden_activations = Critic.hidden_activations
 
 
-def make_agent(args: Args, obs_dim: int, action_dim: int, generators: list, device: torch.device):
-    """Everything the method learns or keeps between updates; the checkpoint saves each entry by its name.
-    Separate actor and critic with separate Adam optimizers (paper, Appendix B); the reward normalizer's
-    statistics and each env's discounted return (training_reward)."""
-    actor = Actor(obs_dim, action_dim, args, generators).to(device)
-    # EPPO: the evidential critic, optionally started at the hyperpriors' modes (--evidence-init prior-mode)
-    init_modes = [gamma_mode(HYPERPRIOR[f"{name}_shape"], HYPERPRIOR[f"{name}_rate"]) for name in ("nu", "alpha", "beta")]
-    critic = EvidentialCritic(obs_dim, args, generators, args.evidence_transform,
-                              init_modes if args.evidence_init == "prior-mode" else None).to(device)
-    return Agent(actor=actor, critic=critic,
-                 actor_optimizer=SeedwiseAdam(actor.parameters(), lr=args.learning_rate, eps=1e-5),
-                 critic_optimizer=SeedwiseAdam(critic.parameters(), lr=args.learning_rate, eps=1e-5),
-                 return_rms=RunningMeanStd(len(generators), ()),
-                 discounted_return=np.zeros((len(generators), args.num_envs)))
+def nig_nll(y: torch.Tensor, omega: torch.Tensor, nu: torch.Tensor, alpha: torch.Tensor,
+            beta: torch.Tensor) -> torch.Tensor:
+    """EPPO: -log St(y | omega, beta(1+nu)/(nu alpha), 2 alpha), elementwise: Eq. (loss_nll) with Omega = 2 beta
+    (1+nu), as 0.5 (log pi - log nu + log Omega) + (alpha + 1/2) log1p((y - omega)^2 nu / Omega) + log Gamma(alpha)
+    - log Gamma(alpha + 1/2): no cancellation between the alpha-weighted logs, no overflow (docs/eppo.md)."""
+    log_omega_cap = torch.log(2.0 * beta) + torch.log1p(nu)  # log Omega, exact for small nu
+    squared_error_ratio = (y - omega).square() * nu / (2.0 * beta * (1.0 + nu))
+    return (0.5 * (math.log(math.pi) - torch.log(nu) + log_omega_cap)
+            + (alpha + 0.5) * torch.log1p(squared_error_ratio) + torch.lgamma(alpha) - torch.lgamma(alpha + 0.5))
+
+
+def nig_log_hyperprior(omega: torch.Tensor, nu: torch.Tensor, alpha: torch.Tensor, beta: torch.Tensor,
+                       prior: dict = HYPERPRIOR, terms: str = "text") -> torch.Tensor:
+    """EPPO: log p(m) = log N(omega | loc, scale^2) + log Gam(nu) + log Gam(alpha - 1) + log Gam(beta), elementwise
+    (Sec. 3.1, terms "text"); terms "algorithm1": Algorithm 1's line as printed, log p(nu) twice and no log p(beta)
+    (--hyperprior-terms)."""
+    def gamma_log_pdf(x: torch.Tensor, name: str) -> torch.Tensor:
+        shape, rate = prior[f"{name}_shape"], prior[f"{name}_rate"]
+        return shape * math.log(rate) - math.lgamma(shape) + (shape - 1.0) * torch.log(x) - rate * x
+
+    log_p_omega = (-0.5 * math.log(2.0 * math.pi) - math.log(prior["omega_scale"])
+                   - 0.5 * ((omega - prior["omega_loc"]) / prior["omega_scale"]).square())
+    last_term = gamma_log_pdf(beta, "beta") if terms == "text" else gamma_log_pdf(nu, "nu")
+    return log_p_omega + gamma_log_pdf(nu, "nu") + gamma_log_pdf(alpha - 1.0, "alpha") + last_term
+
+
+def evidential_critic_loss(y: torch.Tensor, omega: torch.Tensor, nu: torch.Tensor, alpha: torch.Tensor,
+                           beta: torch.Tensor, critic_loss: str = "nll", prior_weight: float = 0.01,
+                           prior_terms: str = "text") -> tuple:
+    """EPPO: (loss, mean NLL, mean -log p(m)) of a minibatch of targets y (means over the sample axis): L = mean NLL
+    + prior_weight mean(-log p(m)) (Eq. (2), Sec. 3.1; Algorithm 1, lines 28-30); --critic-loss's controls, mse and
+    nll-mse-omega (whose NLL sees omega detached): control_critic_loss."""
+    # the NLL first, then the prior: the order in which autograd sums their gradients is part of the golden outputs
+    nll = nig_nll(y, omega.detach() if critic_loss == "nll-mse-omega" else omega, nu, alpha, beta).mean(-1)
+    negative_log_prior = -nig_log_hyperprior(omega, nu, alpha, beta, terms=prior_terms).mean(-1)
+    if critic_loss != "nll":
+        return control_critic_loss(critic_loss, y, omega, nll, negative_log_prior, prior_weight)
+    return nll + prior_weight * negative_log_prior, nll, negative_log_prior
+
+
+def nig_variance_split(nu: torch.Tensor, alpha: torch.Tensor, beta: torch.Tensor) -> tuple:
+    """EPPO: (aleatoric, epistemic) variance of the value: E[sigma^2] = beta/(alpha-1), var[mu] = beta/(nu(alpha-1))."""
+    aleatoric = beta / (alpha - 1.0)
+    return aleatoric, aleatoric / nu
+
+
+def nig_value_variance(nu: torch.Tensor, alpha: torch.Tensor, beta: torch.Tensor) -> torch.Tensor:
+    """EPPO: var[V] = beta/(alpha-1) * (1 + 1/nu), the law of total variance (Sec. 3.1; Algorithm 1, line 7)."""
+    aleatoric, epistemic = nig_variance_split(nu, alpha, beta)
+    return aleatoric + epistemic
+
+
+def probabilistic_gae(rewards, values, value_vars, next_values, next_value_vars, terminations, dones,
+                      gamma: float, gae_lambda: float, variant: str) -> tuple:
+    """EPPO: gae's mean and variance (Algorithm 1, lines 7-17), the inputs as gae's plus the critic's variances at
+    s_t and s_{t+1}. Returns (advantages, advantage_vars); the variances are 0 for ``variant`` mean, and cor and ind
+    need gae_lambda > 0 (validate_method)."""
+    decay = gamma * gae_lambda
+    deltas = rewards + gamma * (1.0 - terminations) * next_values - values
+    continues = decay * (1.0 - dones)
+    # S_t = sum_{l>=1} (gamma lambda)^{2l} var[V_{t+l}] within the episode (Algorithm 1, line 14); a terminal s_{t+1}
+    # adds no variance: its value is the constant 0, not a critic prediction
+    next_value_var_terms = decay**2 * (1.0 - terminations) * next_value_vars
+    var_continues = decay**2 * (1.0 - dones)
+    advantages, future_value_vars = torch.zeros_like(rewards), torch.zeros_like(rewards)
+    last_advantage, last_future_var = torch.zeros_like(rewards[0]), torch.zeros_like(rewards[0])
+    for t in reversed(range(rewards.shape[0])):  # one fused kernel per recursion and step (addcmul: a + b * c)
+        last_advantage = torch.addcmul(deltas[t], continues[t], last_advantage, out=advantages[t])
+        last_future_var = torch.addcmul(next_value_var_terms[t], var_continues[t], last_future_var,
+                                        out=future_value_vars[t])
+    if variant == "mean":
+        return advantages, torch.zeros_like(advantages)
+    future_weight = ((1.0 - gae_lambda) / gae_lambda) ** 2
+    current_weight = 1.0 if variant == "cor" else (1.0 - gae_lambda) / (1.0 + gae_lambda)
+    # Eq. (gae_var), EPPO_cor: var[V_t] + w S_t;  Eq. (gae_var_ind), EPPO_ind: (1-lambda)/(1+lambda) var[V_t] + w S_t
+    return advantages, current_weight * value_vars + future_weight * future_value_vars
+
+
+def ucb_advantages_and_returns(advantages: torch.Tensor, advantage_stds: torch.Tensor, values: torch.Tensor,
+                               kappa: float, ucb_in_returns: bool) -> tuple:
+    """EPPO: the UCB advantage A + kappa * sqrt(var[A]) (Eq. (3)) and the critic's targets: R = A_UCB + omega as in
+    Algorithm 1 (lines 18-19), or with ``ucb_in_returns`` False R = A_mean + omega (PPO's)."""
+    ucb_advantages = advantages + kappa * advantage_stds
+    return ucb_advantages, (ucb_advantages if ucb_in_returns else advantages) + values
 
 
 # ---- The policy and the rewards it trains on (called by the rollout and the evaluation below the marker) ----
@@ -527,101 +566,6 @@ def normalize_advantages(advantages: torch.Tensor) -> torch.Tensor:
     return (advantages - advantages.mean(-1, keepdim=True)) / (advantages.std(-1, keepdim=True) + 1e-8)
 
 
-def nig_nll(y: torch.Tensor, omega: torch.Tensor, nu: torch.Tensor, alpha: torch.Tensor,
-            beta: torch.Tensor) -> torch.Tensor:
-    """EPPO: -log St(y | omega, beta(1+nu)/(nu alpha), 2 alpha), elementwise: Eq. (loss_nll) with Omega = 2 beta (1+nu),
-    as 0.5 (log pi - log nu + log Omega) + (alpha + 1/2) log1p((y - omega)^2 nu / Omega) + log Gamma(alpha)
-    - log Gamma(alpha + 1/2): no cancellation between the alpha-weighted logs, no overflow (docs/eppo.md)."""
-    log_omega_cap = torch.log(2.0 * beta) + torch.log1p(nu)  # log Omega, exact for small nu
-    squared_error_ratio = (y - omega).square() * nu / (2.0 * beta * (1.0 + nu))
-    return (0.5 * (math.log(math.pi) - torch.log(nu) + log_omega_cap) + (alpha + 0.5) * torch.log1p(squared_error_ratio)
-            + torch.lgamma(alpha) - torch.lgamma(alpha + 0.5))
-
-
-def nig_log_hyperprior(omega: torch.Tensor, nu: torch.Tensor, alpha: torch.Tensor, beta: torch.Tensor,
-                       prior: dict = HYPERPRIOR, terms: str = "text") -> torch.Tensor:
-    """EPPO: log p(m) = log N(omega | loc, scale^2) + log Gam(nu) + log Gam(alpha - 1) + log Gam(beta), elementwise
-    (Sec. 3.1, terms "text"); terms "algorithm1": Algorithm 1's line as printed, log p(nu) twice and no log p(beta)
-    (--hyperprior-terms)."""
-    if terms not in ("text", "algorithm1"):
-        raise ValueError(f"unknown hyperprior terms {terms!r}; valid choices: text, algorithm1")
-    def gamma_log_pdf(x: torch.Tensor, name: str) -> torch.Tensor:
-        shape, rate = prior[f"{name}_shape"], prior[f"{name}_rate"]
-        return shape * math.log(rate) - math.lgamma(shape) + (shape - 1.0) * torch.log(x) - rate * x
-
-    log_p_omega = (-0.5 * math.log(2.0 * math.pi) - math.log(prior["omega_scale"])
-                   - 0.5 * ((omega - prior["omega_loc"]) / prior["omega_scale"]).square())
-    last_term = gamma_log_pdf(beta, "beta") if terms == "text" else gamma_log_pdf(nu, "nu")
-    return log_p_omega + gamma_log_pdf(nu, "nu") + gamma_log_pdf(alpha - 1.0, "alpha") + last_term
-
-
-def nig_variance_split(nu: torch.Tensor, alpha: torch.Tensor, beta: torch.Tensor) -> tuple:
-    """EPPO: (aleatoric, epistemic) variance of the value: E[sigma^2] = beta/(alpha-1), var[mu] = beta/(nu(alpha-1))."""
-    aleatoric = beta / (alpha - 1.0)
-    return aleatoric, aleatoric / nu
-
-
-def nig_value_variance(nu: torch.Tensor, alpha: torch.Tensor, beta: torch.Tensor) -> torch.Tensor:
-    """EPPO: var[V] = beta/(alpha-1) * (1 + 1/nu), the law of total variance (Sec. 3.1)."""
-    aleatoric, epistemic = nig_variance_split(nu, alpha, beta)
-    return aleatoric + epistemic
-
-
-def evidential_critic_loss(y: torch.Tensor, omega: torch.Tensor, nu: torch.Tensor, alpha: torch.Tensor,
-                           beta: torch.Tensor, critic_loss: str = "nll", prior_weight: float = 0.01,
-                           prior_terms: str = "text") -> tuple:
-    """EPPO: (loss, mean NLL, mean -log p(m)) of a minibatch of targets y (means over the sample axis). nll: L = mean NLL
-    + prior_weight mean(-log p(m)) (Eq. (2), Algorithm 1); mse (the control): PPO's mean (omega - y)^2;
-    nll-mse-omega: mean (omega - y)^2 + L with omega detached in the NLL (omega's gradient is MSE's, plus the prior's)."""
-    # the NLL first, then the prior: the order in which autograd sums their gradients is part of the golden outputs
-    nll = nig_nll(y, omega.detach() if critic_loss == "nll-mse-omega" else omega, nu, alpha, beta).mean(-1)
-    negative_log_prior = -nig_log_hyperprior(omega, nu, alpha, beta, terms=prior_terms).mean(-1)
-    if critic_loss == "nll-mse-omega":
-        return (omega - y).square().mean(-1) + nll + prior_weight * negative_log_prior, nll, negative_log_prior
-    if critic_loss == "nll":
-        return nll + prior_weight * negative_log_prior, nll, negative_log_prior
-    if critic_loss == "mse":
-        return (omega - y).square().mean(-1), nll.detach(), negative_log_prior.detach()
-    raise ValueError(f"unknown critic loss {critic_loss!r}; valid choices: nll, mse, nll-mse-omega")
-
-
-def probabilistic_gae(rewards, values, value_vars, next_values, next_value_vars, terminations, dones,
-                      gamma: float, gae_lambda: float, variant: str) -> tuple:
-    """EPPO: gae's mean and variance (Algorithm 1, lines 7-17), the inputs as gae's plus the critic's variances at
-    s_t and s_{t+1}. Returns (advantages, advantage_vars); the variances are 0 for ``variant`` mean."""
-    if variant not in ("mean", "cor", "ind"):
-        raise ValueError(f"unknown GAE variant {variant!r}; valid choices: mean, cor, ind")
-    if variant != "mean" and not 0 < gae_lambda <= 1:
-        raise ValueError(f"the {variant} advantage variance needs gae_lambda in (0, 1], got {gae_lambda}")
-    decay = gamma * gae_lambda
-    deltas = rewards + gamma * (1.0 - terminations) * next_values - values
-    continues = decay * (1.0 - dones)
-    # S_t = sum_{l>=1} (gamma lambda)^{2l} var[V_{t+l}] within the episode (Algorithm 1, line 13); a terminal s_{t+1}
-    # adds no variance: its value is the constant 0, not a critic prediction
-    next_value_var_terms = decay**2 * (1.0 - terminations) * next_value_vars
-    var_continues = decay**2 * (1.0 - dones)
-    advantages, future_value_vars = torch.zeros_like(rewards), torch.zeros_like(rewards)
-    last_advantage, last_future_var = torch.zeros_like(rewards[0]), torch.zeros_like(rewards[0])
-    for t in reversed(range(rewards.shape[0])):  # one fused kernel per recursion and step (addcmul: a + b * c)
-        last_advantage = torch.addcmul(deltas[t], continues[t], last_advantage, out=advantages[t])
-        last_future_var = torch.addcmul(next_value_var_terms[t], var_continues[t], last_future_var,
-                                        out=future_value_vars[t])
-    if variant == "mean":
-        return advantages, torch.zeros_like(advantages)
-    future_weight = ((1.0 - gae_lambda) / gae_lambda) ** 2
-    current_weight = 1.0 if variant == "cor" else (1.0 - gae_lambda) / (1.0 + gae_lambda)
-    # Eq. (gae_var), EPPO_cor: var[V_t] + w S_t;  Eq. (gae_var_ind), EPPO_ind: (1-lambda)/(1+lambda) var[V_t] + w S_t
-    return advantages, current_weight * value_vars + future_weight * future_value_vars
-
-
-def ucb_advantages_and_returns(advantages: torch.Tensor, advantage_stds: torch.Tensor, values: torch.Tensor,
-                               kappa: float, ucb_in_returns: bool) -> tuple:
-    """EPPO: the UCB advantage A + kappa * sqrt(var[A]) (Eq. (3)) and the critic's targets: R = A_UCB + omega as in
-    Algorithm 1 (lines 18-19), or with ``ucb_in_returns`` False R = A_mean + omega (PPO's)."""
-    ucb_advantages = advantages + kappa * advantage_stds
-    return ucb_advantages, (ucb_advantages if ucb_in_returns else advantages) + values
-
-
 def ppo_loss(agent, mb, args: Args) -> tuple:
     """The losses of one minibatch (Algorithm 1, lines 21-24), per seed: the clipped surrogate (plus the entropy
     bonus) for the actor and the evidential loss for the critic (EPPO: the NIG negative log-likelihood and the
@@ -651,70 +595,6 @@ def ppo_loss(agent, mb, args: Args) -> tuple:
     return {"actor": actor_loss, "critic": critic_loss}, stats
 
 
-# EPPO: the evidential/ tags (docs/eppo.md): rollout means of the evidence, its extremes, omega's error near
-# terminations and elsewhere, the largest normalized UCB advantage, then minibatch means of the critic's
-# gradient
-EVIDENTIAL_TAGS = ("omega", "aleatoric_variance", "epistemic_variance", "advantage_std", "ucb_bonus", "alpha", "nu",
-                   "beta", "student_t_scale", "targets_outside_2_scales", "zeta", "nu_min", "value_var_max",
-                   "error_near_termination", "error_elsewhere", "advantage_max_z")
-TERMINATION_WINDOW = 50  # steps before a termination that count as "near" it (evidential/error_near_termination)
-GRADIENT_TAGS = ("critic_grad_norm", "grad_share_omega", "grad_share_nu", "grad_share_alpha", "grad_share_beta")
-
-
-def student_t_scale(nu: torch.Tensor, alpha: torch.Tensor, beta: torch.Tensor) -> torch.Tensor:
-    """EPPO: the scale sqrt(beta (1 + nu) / (nu alpha)) of the value's Student-t marginal (Sec. 2.2)."""
-    return torch.sqrt(beta * (1.0 + nu) / (nu * alpha))
-
-
-def nll_error_rescaling(error: torch.Tensor, nu: torch.Tensor, alpha: torch.Tensor, beta: torch.Tensor) -> torch.Tensor:
-    """EPPO: zeta = (alpha + 1/2) nu / (nu error^2 + 2 beta (1 + nu)): dNLL/domega = -zeta 2 (y - omega), MSE's
-    gradient rescaled (paper, "Plasticity preservation through evidential value learning")."""
-    return (alpha + 0.5) * nu / (nu * error.square() + 2.0 * beta * (1.0 + nu))
-
-
-def head_gradient_shares(weight_grad: torch.Tensor, bias_grad: torch.Tensor) -> torch.Tensor:
-    """EPPO: each output row's share of a linear head's squared gradient norm (weight and bias rows together; all 0
-    for a zero gradient): which of omega, nu, alpha, beta drives the critic's update. (..., rows, in), (..., rows)."""
-    squared = weight_grad.square().sum(-1) + bias_grad.square()
-    return squared / squared.sum(-1, keepdim=True).clamp_min(torch.finfo(squared.dtype).tiny)
-
-
-def near_termination(terminations: torch.Tensor, dones: torch.Tensor, window: int = TERMINATION_WINDOW) -> torch.Tensor:
-    """EPPO: 1.0 on the steps t of a (T, ...) rollout whose own episode terminates at one of the steps t, ..., t +
-    window - 1 of the rollout (``terminations[s]`` = 1: s_{s+1} is terminal), else 0.0; a truncation ends the
-    episode without a termination. Vectorized: the first episode end at or after t must be a termination."""
-    steps = torch.arange(terminations.shape[0], dtype=terminations.dtype, device=terminations.device)
-    steps = steps.reshape(-1, *(1,) * (terminations.dim() - 1)).expand_as(terminations)
-
-    def next_step_where(flags: torch.Tensor) -> torch.Tensor:  # min{s >= t : flags[s]}, inf where none
-        marked = torch.where(flags > 0, steps, math.inf)
-        return marked.flip(0).cummin(0).values.flip(0)
-
-    next_termination = next_step_where(terminations)
-    return ((next_termination == next_step_where(dones)) & (next_termination - steps < window)).to(terminations.dtype)
-
-
-def evidential_diagnostics(values, nu, alpha, beta, advantage_stds, returns, kappa: float,
-                           near: torch.Tensor, advantages: torch.Tensor) -> torch.Tensor:
-    """EPPO: each seed's EVIDENTIAL_TAGS quantities over the rollout, (seeds, 16): the means of the evidence, the
-    smallest nu and largest var[V], the mean |R - omega| on the steps ``near`` a termination (near_termination)
-    and on the rest (NaN where there are none), and the largest |A| of the UCB ``advantages`` once normalized as
-    Algorithm 1's line 19 does (near its most for N samples, (N - 1) / sqrt(N), one state's bonus holds the whole
-    batch's spread and the policy step learns from that state alone). Every input (seeds, T, envs)."""
-    aleatoric_vars, epistemic_vars = nig_variance_split(nu, alpha, beta)
-    scales = student_t_scale(nu, alpha, beta)
-    errors = (returns - values).abs()
-    means = torch.stack([values, aleatoric_vars, epistemic_vars, advantage_stds, kappa * advantage_stds, alpha, nu, beta,
-                         scales, (errors > 2.0 * scales).float(),
-                         nll_error_rescaling(returns - values, nu, alpha, beta)], dim=1).flatten(2).mean(-1)
-    errors, near = errors.flatten(1), near.flatten(1)
-    extremes_and_errors = torch.stack([
-        nu.flatten(1).amin(-1), nig_value_variance(nu, alpha, beta).flatten(1).amax(-1),
-        (errors * near).sum(-1) / near.sum(-1), (errors * (1.0 - near)).sum(-1) / (1.0 - near).sum(-1),
-        normalize_advantages(advantages.flatten(1)).abs().amax(-1)], dim=1)
-    return torch.cat([means, extremes_and_errors], dim=1)
-
-
 # ---- One iteration: rollout (below the marker), advantages, update, logging ----
 
 
@@ -723,7 +603,7 @@ def compute_advantages(run, rollout, args: Args) -> dict:
     normalized advantages; the old log-probs for the ratio. Returns the batch, (seeds, samples, ...) tensors."""
     agent = run.agent
     with torch.no_grad():
-        # EPPO: E[V] = omega and var[V] at s_t and at the true next states (Algorithm 1, lines 5-6)
+        # EPPO: E[V] = omega and var[V] at s_t and at the true next states (Algorithm 1, lines 5-7)
         values, nu, alpha, beta = (output.reshape(rollout.shape) for output in agent.critic(rollout.obs))
         value_vars = nig_value_variance(nu, alpha, beta)
         next_values, next_nu, next_alpha, next_beta = agent.critic(rollout.next_obs)
@@ -739,7 +619,8 @@ def compute_advantages(run, rollout, args: Args) -> dict:
                                                          args.ucb_in_returns)
     batch = {"obs": rollout.obs, "actions": rollout.actions, "old_log_probs": old_log_probs,
              "advantages": flat(advantages), "returns": flat(returns), "values": flat(values),
-             "evidential": evidential_diagnostics(values, nu, alpha, beta, advantage_stds, returns, args.kappa,  # EPPO
+             # EPPO: diagnostics, the rollout's evidence (EVIDENTIAL_TAGS)
+             "evidential": evidential_diagnostics(values, nu, alpha, beta, advantage_stds, returns, args.kappa,
                                                   time_major(near_termination(time_major(rollout.terminations),
                                                                               time_major(rollout.dones))),
                                                   advantages)}
@@ -755,11 +636,9 @@ def update(run, batch: dict, args: Args) -> dict:
     for epoch in range(args.update_epochs):
         for mb in minibatches(run, batch):  # none left once the run must stop (non-finite steps in a row)
             losses, stats = ppo_loss(run.agent, mb, args)
-            # EPPO: --critic-grad-clip none leaves the critic's gradient unclipped (docs/eppo_critic)
+            # EPPO: --critic-grad-clip none leaves the critic's gradient unclipped (the 2026-11-29 study)
             stepped = optimizer_step(run, losses, unclipped=("critic",) if args.critic_grad_clip == "none" else ())
-            # EPPO: the critic's gradient norm before clipping and the head rows' shares of it
-            shares = head_gradient_shares(run.agent.critic.head.weight.grad, run.agent.critic.head.bias.grad[:, 0])
-            stats.update(critic_grad_norm=run.grad_norms["critic"], **dict(zip(GRADIENT_TAGS[1:], shares.unbind(-1))))
+            stats.update(critic_gradient_stats(run))  # EPPO: diagnostics, the critic's gradient (GRADIENT_TAGS)
             record(run, stats, stepped)
         if args.target_kl is not None and stats["approx_kl"].item() > args.target_kl:  # one seed (validate_method)
             break
@@ -770,7 +649,7 @@ def log_update(run, batch: dict, means: dict) -> None:
     """CleanRL's charts/ and losses/ tags: each seed's means over the minibatch steps it took in this update."""
     y_pred, y_true = batch["values"].cpu().numpy(), batch["returns"].cpu().numpy()
     action_std = torch.exp(run.agent.actor.action_log_std().detach()).mean((1, 2)).cpu().numpy()
-    evidential = batch["evidential"].tolist()  # EPPO
+    evidential = batch["evidential"].tolist()  # EPPO: diagnostics
     for k, log in updated_seeds(run):
         var_y = np.var(y_true[k])
         log("charts/learning_rate", run.agent.actor_optimizer.param_groups[0]["lr"])
@@ -804,6 +683,146 @@ def main(argv: list) -> int:
         log_update(run, batch, outputs)
         end_iteration(run)  # the shared logs, then a checkpoint when one is due
     return finish_run(run)
+
+
+# ---- EPPO: the open choices, the helpers of their flags (docs/eppo_open_choices.md; each default is our reading) ----
+# The CLI (tyro) and validate_args check every choice's value, so these take a valid one.
+
+EXP_INPUT_MAX = 20.0  # --evidence-transform exp: its input's cap (exp(20) = 4.9e8 keeps the NLL finite in float32)
+PRIOR_MODE_WEIGHT_SCALE = 0.01  # --evidence-init prior-mode: the scale of the evidence rows' initial weights
+
+
+def ablation_suffixes(args: Args) -> list:
+    """EPPO: method_name's suffixes, one for each setting where the run departs from the paper or from our reading of
+    an open choice (EPPO_ind+xi1+exp), so that an ablation never shares a table cell with the method itself."""
+    changes = {"critic_loss": args.critic_loss, "hyperprior_terms": f"hp-{args.hyperprior_terms}",
+               "critic_grad_clip": f"clip-{args.critic_grad_clip}", "xi": f"xi{args.xi:g}",
+               "hyperprior_reduction": f"hp-{args.hyperprior_reduction}",
+               "evidence_init": args.evidence_init, "evidence_transform": args.evidence_transform,
+               # a switch departs by its flag's name: no-norm-reward, no-ucb-in-returns (both on by default)
+               **{field: ("" if getattr(args, field) else "no-") + field.replace("_", "-")
+                  for field in ("norm_reward", "ucb_in_returns")}}
+    return [name for field, name in changes.items() if getattr(args, field) != getattr(Args(), field)]
+
+
+def evidence_transform(raw: torch.Tensor, transform: str = "softplus") -> torch.Tensor:
+    """EPPO: the positivity transform of the head's nu, alpha - 1, beta outputs (--evidence-transform)."""
+    return F.softplus(raw) if transform == "softplus" else torch.exp(raw.clamp(max=EXP_INPUT_MAX))
+
+
+def inverse_evidence_transform(value: float, transform: str = "softplus") -> float:
+    """EPPO: the head output that ``evidence_transform`` maps to ``value`` > 0 (softplus^-1(v) = v + log(1 - e^-v))."""
+    return value + math.log(-math.expm1(-value)) if transform == "softplus" else math.log(value)
+
+
+def gamma_mode(shape: float, rate: float) -> float:
+    """EPPO: the mode (shape - 1) / rate of Gam(shape, rate), for shape > 1 (4 for the paper's Gam(5, 1))."""
+    return (shape - 1.0) / rate
+
+
+def evidence_init_modes(args: Args) -> Optional[list]:
+    """EPPO: --evidence-init: the (nu, alpha - 1, beta) the critic's evidence starts at, the hyperpriors' modes
+    (prior-mode), or None (default: the head as --init draws it)."""
+    if args.evidence_init != "prior-mode":
+        return None
+    return [gamma_mode(HYPERPRIOR[f"{name}_shape"], HYPERPRIOR[f"{name}_rate"]) for name in ("nu", "alpha", "beta")]
+
+
+@torch.no_grad()
+def start_evidence_at(head: "StackedLinear", modes: tuple, transform: str) -> None:
+    """EPPO: --evidence-init prior-mode: the evidence rows of the critic's head, scaled by PRIOR_MODE_WEIGHT_SCALE,
+    with biases such that nu, alpha - 1, beta start at ``modes`` (less EVIDENCE_FLOOR, which forward adds back)."""
+    head.weight[:, 1:] *= PRIOR_MODE_WEIGHT_SCALE
+    for row, mode in enumerate(modes, start=1):
+        head.bias[..., row] = inverse_evidence_transform(mode - EVIDENCE_FLOOR, transform)
+
+
+def hyperprior_weight(xi: float, reduction: str, minibatch_size: int) -> float:
+    """EPPO: the weight w in L = mean(NLL) + w mean(-log p(m)) (--hyperprior-reduction, docs/eppo_open_choices.md):
+    mean (Algorithm 1) xi, sum xi * M (the prior summed over the minibatch), once xi / M (once per minibatch)."""
+    return {"mean": xi, "sum": xi * minibatch_size, "once": xi / minibatch_size}[reduction]
+
+
+def control_critic_loss(critic_loss: str, y: torch.Tensor, omega: torch.Tensor, nll: torch.Tensor,
+                        negative_log_prior: torch.Tensor, prior_weight: float) -> tuple:
+    """EPPO: --critic-loss's controls, as evidential_critic_loss returns them: mse, PPO's mean (omega - y)^2 (the
+    NLL and the prior only logged); nll-mse-omega, mean (omega - y)^2 + L with omega detached in the NLL (omega's
+    gradient is MSE's, plus the prior's)."""
+    if critic_loss == "mse":
+        return (omega - y).square().mean(-1), nll.detach(), negative_log_prior.detach()
+    return (omega - y).square().mean(-1) + nll + prior_weight * negative_log_prior, nll, negative_log_prior
+
+
+# ---- EPPO: the diagnostics, the evidential/ tags (docs/eppo.md); they are logged, nothing trains on them ----
+# Rollout means of the evidence, its extremes, omega's error near terminations and elsewhere, the largest normalized
+# UCB advantage; then minibatch means of the critic's gradient.
+
+EVIDENTIAL_TAGS = ("omega", "aleatoric_variance", "epistemic_variance", "advantage_std", "ucb_bonus", "alpha", "nu",
+                   "beta", "student_t_scale", "targets_outside_2_scales", "zeta", "nu_min", "value_var_max",
+                   "error_near_termination", "error_elsewhere", "advantage_max_z")
+TERMINATION_WINDOW = 50  # steps before a termination that count as "near" it (evidential/error_near_termination)
+GRADIENT_TAGS = ("critic_grad_norm", "grad_share_omega", "grad_share_nu", "grad_share_alpha", "grad_share_beta")
+
+
+def student_t_scale(nu: torch.Tensor, alpha: torch.Tensor, beta: torch.Tensor) -> torch.Tensor:
+    """EPPO: the scale sqrt(beta (1 + nu) / (nu alpha)) of the value's Student-t marginal (Sec. 2.2)."""
+    return torch.sqrt(beta * (1.0 + nu) / (nu * alpha))
+
+
+def nll_error_rescaling(error: torch.Tensor, nu: torch.Tensor, alpha: torch.Tensor, beta: torch.Tensor) -> torch.Tensor:
+    """EPPO: zeta = (alpha + 1/2) nu / (nu error^2 + 2 beta (1 + nu)): dNLL/domega = -zeta 2 (y - omega), MSE's
+    gradient rescaled (paper, "Plasticity preservation through evidential value learning")."""
+    return (alpha + 0.5) * nu / (nu * error.square() + 2.0 * beta * (1.0 + nu))
+
+
+def head_gradient_shares(weight_grad: torch.Tensor, bias_grad: torch.Tensor) -> torch.Tensor:
+    """EPPO: each output row's share of a linear head's squared gradient norm (weight and bias rows together; all 0
+    for a zero gradient): which of omega, nu, alpha, beta drives the critic's update. (..., rows, in), (..., rows)."""
+    squared = weight_grad.square().sum(-1) + bias_grad.square()
+    return squared / squared.sum(-1, keepdim=True).clamp_min(torch.finfo(squared.dtype).tiny)
+
+
+def critic_gradient_stats(run) -> dict:
+    """EPPO: after a minibatch step, the critic's gradient norm before clipping and its head rows' shares of it,
+    {GRADIENT_TAGS: (seeds,)} (optimizer_step leaves the clipped gradient in .grad)."""
+    shares = head_gradient_shares(run.agent.critic.head.weight.grad, run.agent.critic.head.bias.grad[:, 0])
+    return dict(critic_grad_norm=run.grad_norms["critic"], **dict(zip(GRADIENT_TAGS[1:], shares.unbind(-1))))
+
+
+def near_termination(terminations: torch.Tensor, dones: torch.Tensor, window: int = TERMINATION_WINDOW) -> torch.Tensor:
+    """EPPO: 1.0 on the steps t of a (T, ...) rollout whose own episode terminates at one of the steps t, ..., t +
+    window - 1 of the rollout (``terminations[s]`` = 1: s_{s+1} is terminal), else 0.0; a truncation ends the
+    episode without a termination. Vectorized: the first episode end at or after t must be a termination."""
+    steps = torch.arange(terminations.shape[0], dtype=terminations.dtype, device=terminations.device)
+    steps = steps.reshape(-1, *(1,) * (terminations.dim() - 1)).expand_as(terminations)
+
+    def next_step_where(flags: torch.Tensor) -> torch.Tensor:  # min{s >= t : flags[s]}, inf where none
+        marked = torch.where(flags > 0, steps, math.inf)
+        return marked.flip(0).cummin(0).values.flip(0)
+
+    next_termination = next_step_where(terminations)
+    return ((next_termination == next_step_where(dones)) & (next_termination - steps < window)).to(terminations.dtype)
+
+
+def evidential_diagnostics(values, nu, alpha, beta, advantage_stds, returns, kappa: float,
+                           near: torch.Tensor, advantages: torch.Tensor) -> torch.Tensor:
+    """EPPO: each seed's EVIDENTIAL_TAGS quantities over the rollout, (seeds, 16): the means of the evidence, the
+    smallest nu and largest var[V], the mean |R - omega| on the steps ``near`` a termination (near_termination)
+    and on the rest (NaN where there are none), and the largest |A| of the UCB ``advantages`` once normalized as
+    Algorithm 1's line 19 does (near its most for N samples, (N - 1) / sqrt(N), one state's bonus holds the whole
+    batch's spread and the policy step learns from that state alone). Every input (seeds, T, envs)."""
+    aleatoric_vars, epistemic_vars = nig_variance_split(nu, alpha, beta)
+    scales = student_t_scale(nu, alpha, beta)
+    errors = (returns - values).abs()
+    means = torch.stack([values, aleatoric_vars, epistemic_vars, advantage_stds, kappa * advantage_stds, alpha, nu,
+                         beta, scales, (errors > 2.0 * scales).float(),
+                         nll_error_rescaling(returns - values, nu, alpha, beta)], dim=1).flatten(2).mean(-1)
+    errors, near = errors.flatten(1), near.flatten(1)
+    extremes_and_errors = torch.stack([
+        nu.flatten(1).amin(-1), nig_value_variance(nu, alpha, beta).flatten(1).amax(-1),
+        (errors * near).sum(-1) / near.sum(-1), (errors * (1.0 - near)).sum(-1) / (1.0 - near).sum(-1),
+        normalize_advantages(advantages.flatten(1)).abs().amax(-1)], dim=1)
+    return torch.cat([means, extremes_and_errors], dim=1)
 
 
 # ==== The plumbing: from this line to the end, every *_continuous.py is byte-identical (a test checks it) ====
@@ -840,9 +859,9 @@ EXIT_DISK_FULL = 74
 RELEASE = "v0.4"
 CHECKPOINT_FORMAT = 4  # 2: every per-seed tensor has a leading seed axis of length 1; 3: BatchedEnv's env states;
 # 4: tensors and plain Python values only, so torch.load(weights_only=True) reads it without running code
-TRUSTED_OLD_FORMATS = (3,)  # read only with --trust-checkpoint (their numpy arrays need full unpickling)
 # Args that may change between a run and its resumption without changing the experiment (a seed's results do
-# not depend on the other seeds trained beside it, so the group it runs in may change too).
+# not depend on the other seeds trained beside it, so the group it runs in may change too); trust_checkpoint: a
+# flag of v0.1-v0.4 (full unpickling of format 3), gone, so that a run directory it wrote still resumes.
 RESUME_IGNORED_ARGS = ("overwrite", "cuda", "track", "wandb_project_name", "wandb_entity", "max_nonfinite_skips",
                        "num_seeds", "run_dir", "env_threads", "trust_checkpoint")
 # From this many seeds per process up, the default (`--cuda` not given explicitly) trains on CUDA when it is
@@ -851,11 +870,10 @@ CUDA_MIN_SEEDS = 8
 # Without a terminal (output to a file) the progress bar is off: every evaluation line says where the run is, and
 # a line says it at least this often when evaluations are further apart.
 PROGRESS_NOTE_SECONDS = 300
-# The CSV logs of a run directory and their columns; every column holds numbers but those in CSV_TEXT_COLUMNS.
+# The CSV logs of a run directory and their columns.
 CSV_LOGS = {"evaluations.csv": ["global_step", "task", "episodes", "return_mean", "return_std", "return_min",
                                 "return_max"],
             "plasticity.csv": ["global_step", "task", "network", "effective_rank", "stable_rank", "dormant_percent"]}
-CSV_TEXT_COLUMNS = ("network",)
 
 
 # ---- Seeds stacked in one process: layers, optimizer, normalization ----
@@ -964,7 +982,8 @@ def hidden_layers(network: nn.Module) -> list:
             layer_norms.append(None)
         elif isinstance(module, StackedLayerNorm):
             layer_norms[-1] = module
-    heads = [module for name, module in network.named_children() if name != "trunk" and isinstance(module, StackedLinear)]
+    heads = [module for name, module in network.named_children()
+             if name != "trunk" and isinstance(module, StackedLinear)]
     if len(heads) != 1:
         raise ValueError(f"{type(network).__name__} has {len(heads)} output layers besides its trunk; expected one")
     linears.append(heads[0])
@@ -1022,8 +1041,9 @@ class SeedwiseAdam(optim.Optimizer):
     """
 
     def __init__(self, params, lr: float, betas: tuple = (0.9, 0.999), eps: float = 1e-8, weight_decay: float = 0.0):
-        # weight_decay enters the state only when used, so a checkpoint without it (PPO's) loads as it always did
-        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, **({"weight_decay": weight_decay} if weight_decay else {})))
+        # weight_decay enters the state only when used: a checkpoint's optimizer entries stay those of v0.1-v0.4
+        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, **({"weight_decay": weight_decay} if weight_decay
+                                                                        else {})))
         self.params = self.param_groups[0]["params"]
         self.num_seeds = len(self.params[0])
         for p in self.params:
@@ -1131,7 +1151,8 @@ class RunningMeanStd:
             batch_mean, batch_var = batch.mean(axis=1, keepdims=True), batch.var(axis=1, keepdims=True)
             delta = batch_mean - self.mean
             self.mean = self.mean + delta * batch_count / total
-            self.var = (self.var * self.count + batch_var * batch_count + delta**2 * self.count * batch_count / total) / total
+            self.var = (self.var * self.count + batch_var * batch_count
+                        + delta**2 * self.count * batch_count / total) / total
         self.count = total
 
     def normalize(self, x: np.ndarray, clip: float) -> np.ndarray:
@@ -1273,7 +1294,8 @@ class Run:
     def checkpoint_state(self, k: int) -> dict:
         """Seed k's checkpoint, in the format of a one-seed run."""
         stacked = {name: value.state_dict() if hasattr(value, "state_dict") else value
-                   for name, value in [*vars(self.agent).items(), *((name, getattr(self, name)) for name in self.STATE)]}
+                   for name, value in [*vars(self.agent).items(),
+                                       *((name, getattr(self, name)) for name in self.STATE)]}
         return {"format": CHECKPOINT_FORMAT, "args": self.config_args[self.seeds[k]],
                 **{name: copy.deepcopy(getattr(self, name)) for name in self.COUNTERS}, **seed_slice(stacked, k),
                 "initial_parameters": seed_slice(self.initial_state, k),
@@ -1297,8 +1319,8 @@ class Run:
                 self.env.set_state(sim, env_state)
         for generator, checkpoint in zip(self.generators, checkpoints):
             generator.set_state(checkpoint["rng"]["torch"])
-        # theta_0 as the run drew it; a checkpoint written before 2026-11-29 (831c558) has none: the build's draw stays (the
-        # same seed's generator, so the same parameters while the initialization code is unchanged)
+        # theta_0 as the run drew it; a checkpoint written before 2026-11-29 (831c558) has none: the build's draw
+        # stays (the same seed's generator, so the same parameters while the initialization code is unchanged)
         for k, checkpoint in enumerate(checkpoints):
             for network, parameters in checkpoint.get("initial_parameters", {}).items():
                 for name, value in parameters.items():
@@ -1318,8 +1340,8 @@ def make_env(args: Args, num_sims: int) -> nonstationary_envs.BatchedEnv:
 
 
 def network_input(obs_rms: RunningMeanStd, obs: np.ndarray, args: Args) -> np.ndarray:
-    """What the networks see of raw observations: normalized by the running statistics and clipped (--norm-obs,
-    the default), or the raw observation itself, as float32 (--no-norm-obs; the statistics are still updated)."""
+    """What the networks see of raw observations: the raw observation as float32 (--no-norm-obs, the default since
+    v0.2; the statistics are still updated), or normalized by the running statistics and clipped (--norm-obs)."""
     if args.norm_obs:
         return obs_rms.normalize(obs, args.normalization_clip)
     # the shape normalize gives (obs broadcast against the per-seed statistics, (seeds, 1, obs_dim))
@@ -1329,7 +1351,8 @@ def network_input(obs_rms: RunningMeanStd, obs: np.ndarray, args: Args) -> np.nd
 def evaluation_steps(steps_per_task: int, num_tasks: int, eval_frequency: int) -> list:
     """Global steps at which the paper evaluates: 0, every eval_frequency steps, and the last step of every task."""
     total = steps_per_task * num_tasks
-    points = {0, *range(eval_frequency, total + 1, eval_frequency), *(steps_per_task * (i + 1) for i in range(num_tasks))}
+    points = {0, *range(eval_frequency, total + 1, eval_frequency),
+              *(steps_per_task * (i + 1) for i in range(num_tasks))}
     return sorted(points)
 
 
@@ -1341,11 +1364,11 @@ def evaluated_task(global_step: int, steps_per_task: int) -> int:
 def evaluate_policy(policy, eval_env: nonstationary_envs.BatchedEnv, task: int, obs_rms: RunningMeanStd,
                     args: Args, seeds: list, device, max_states: int = 0):
     """Run one episode per evaluation simulation with the deterministic action ``policy(obs)`` (the method's
-    evaluation_action), on ``task``, with the observation statistics frozen. Simulation k * E + i is seed ``seeds[k]``'s episode i of E, reset with
-    seeds[k] + 100 + i (paper, Appendix B), so an evaluation is a function of the policy and the statistics only;
-    all seeds' episodes share one forward pass per step. Returns the undiscounted returns and episode lengths,
-    (seeds, episodes), and per seed up to ``max_states`` normalized states spread evenly over its episodes (for the
-    plasticity metrics)."""
+    evaluation_action), on ``task``, with the observation statistics frozen. Simulation k * E + i is seed
+    ``seeds[k]``'s episode i of E, reset with seeds[k] + 100 + i (paper, Appendix B), so an evaluation is a function
+    of the policy and the statistics only; all seeds' episodes share one forward pass per step. Returns the
+    undiscounted returns and episode lengths, (seeds, episodes), and per seed up to ``max_states`` normalized states
+    spread evenly over its episodes (for the plasticity metrics)."""
     frozen_rms = copy.deepcopy(obs_rms)
     num_seeds = len(seeds)
     num_episodes = eval_env.num_sims // num_seeds
@@ -1436,7 +1459,8 @@ def progress_note(run: Run) -> str:
     if step > last_step:
         rate = (step - last_step) / max(now - last_time, 1e-9)
         seconds_left = round((run.total_steps - step) / rate)
-        note += f", {rate:,.0f} steps/s, {seconds_left // 3600}:{seconds_left // 60 % 60:02d}:{seconds_left % 60:02d} left"
+        hours, minutes, seconds = seconds_left // 3600, seconds_left // 60 % 60, seconds_left % 60
+        note += f", {rate:,.0f} steps/s, {hours}:{minutes:02d}:{seconds:02d} left"
     return note
 
 
@@ -1475,7 +1499,8 @@ def collect_rollout(run: Run) -> Optional[SimpleNamespace]:
                 env.set_task(None, run.task_index)
                 for writer in writers:
                     writer.add_scalar("task/index", run.task_index, run.global_step)
-                progress.write(f"step {run.global_step}: task {run.task_index} ({env.task_description(run.task_index)})")
+                progress.write(f"step {run.global_step}: task {run.task_index} "
+                               f"({env.task_description(run.task_index)})")
             buffers.obs[:, step] = run.obs
             action = act(torch.from_numpy(run.obs).to(device), step).cpu().numpy()
             buffers.actions[:, step] = action
@@ -1567,16 +1592,12 @@ def must_stop_nonfinite(run: Run) -> bool:
 
 
 def optimizer_step(run: Run, losses: dict, unclipped: tuple = ()) -> np.ndarray:
-    """One step of each optimizer ``run.agent.{name}_optimizer`` on its loss ``losses[name]``, (seeds,) each: one
-    backward of their sum over seeds (disjoint parameters, so each seed's gradient is that of its own loss), each
-    seed's gradient norm clipped at --max-grad-norm (except the optimizers named in ``unclipped``), and a seed
-    whose loss or gradient is not finite skips its step. Returns which seeds stepped, (seeds,) bool: none when a
-    seed has now skipped --max-nonfinite-skips steps in a row (minibatches then ends the update and the run stops).
-    ``run.grad_norms`` keeps the norms (before clipping), and every parameter's ``.grad`` keeps this step's clipped
-    gradient until the next optimizer_step (it zeroes them first, never after): a method reads them there (EPPO's
-    head shares). With --joint-optimizer the clipped optimizers share one clip, by the norm over all their
-    gradients (which run.grad_norms then holds for each): the separate Adams step exactly as one Adam over all
-    their parameters."""
+    """One step of each optimizer ``run.agent.{name}_optimizer`` on its loss ``losses[name]``, (seeds,): one backward
+    of their sum (each seed's gradient is its own loss's), each seed's norm clipped at --max-grad-norm (but the
+    optimizers in ``unclipped``; with --joint-optimizer one clip over all the others, as one Adam), and a seed whose
+    loss or gradient is not finite skips its step. Returns which seeds stepped, (seeds,) bool (none once a seed has
+    skipped --max-nonfinite-skips in a row). ``run.grad_norms`` keeps the norms before clipping, and each ``.grad``
+    this step's clipped gradient until the next optimizer_step, for a method to read."""
     optimizers = {name: getattr(run.agent, f"{name}_optimizer") for name in losses}
     for optimizer in optimizers.values():
         optimizer.zero_grad()
@@ -1812,21 +1833,20 @@ def save_checkpoint(run_dir: str, state: dict) -> None:
         os.replace(f"{path}.new", path)
 
 
-def read_checkpoint(path: str, trust: bool = False) -> tuple:
+def read_checkpoint(path: str) -> tuple:
     """(state, None) for a checkpoint this script can resume from, else (None, why not). The file is read with
     torch.load(weights_only=True), which unpickles tensors and plain values only, so a crafted file cannot run
-    code; ``trust`` (--trust-checkpoint) reads it with full unpickling and accepts the older TRUSTED_OLD_FORMATS."""
+    code."""
     import pickle
 
     try:
-        state = torch.load(path, map_location="cpu", weights_only=not trust)
-    except pickle.UnpicklingError as error:  # what weights_only refuses: a global it would have to import and call
-        refused = re.search(r"GLOBAL (\S+)", str(error))  # torch's message names the global it would have called
-        return None, (f"it needs code to load ({refused.group(1) if refused else 'a pickled object'}): written before checkpoint format {CHECKPOINT_FORMAT}, or "
-                      "crafted; refused, nothing in it ran (--trust-checkpoint reads it, for a file you trust)")
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError:  # what weights_only refuses: a global it would have to import and call
+        return None, (f"it needs code to load: written before checkpoint format {CHECKPOINT_FORMAT} (before "
+                      "2026-11-27), or crafted; refused, nothing in it ran")
     except Exception as error:  # a truncated or corrupt file
         return None, f"it is unreadable ({type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''})"
-    if not isinstance(state, dict) or state.get("format") not in (CHECKPOINT_FORMAT, *(TRUSTED_OLD_FORMATS * trust)):
+    if not isinstance(state, dict) or state.get("format") != CHECKPOINT_FORMAT:
         found = state.get("format") if isinstance(state, dict) else type(state).__name__
         return None, f"it has checkpoint format {found}, this script reads {CHECKPOINT_FORMAT}"
     for place in state.pop("numpy_arrays", []):  # back to the numpy arrays save_checkpoint stored as tensors
@@ -1838,29 +1858,28 @@ def read_checkpoint(path: str, trust: bool = False) -> tuple:
     return state, None
 
 
-def load_checkpoints(run_dir: str, trust: bool = False) -> list:
-    """The readable checkpoints of a run directory, newest first (checkpoint.pt, then checkpoint.prev.pt); a file
-    that cannot be read (truncated, another format, or refused as unsafe) is skipped with a warning."""
-    states = []
-    for name in ("checkpoint.pt", "checkpoint.prev.pt"):
-        path = os.path.join(run_dir, name)
-        if not os.path.exists(path):
-            continue
-        state, problem = read_checkpoint(path, trust)
-        if state is None:
+def group_checkpoints(run_dirs: list) -> tuple:
+    """(one checkpoint per seed, all at the newest step every seed holds, or None for a fresh start; [(path, why
+    not)] of the files that cannot be resumed from, of the seeds that hold no readable one). A seed's files are
+    checkpoint.pt and checkpoint.prev.pt: the seeds write theirs one after another, so a crash in between leaves
+    them a step apart; an unreadable file beside a readable one (truncated, another format, or refused as unsafe)
+    is skipped with a warning."""
+    by_step, stranded = [], []
+    for run_dir in run_dirs:
+        states, problems = {}, []
+        for path in (os.path.join(run_dir, name) for name in ("checkpoint.pt", "checkpoint.prev.pt")):
+            if os.path.exists(path):
+                state, problem = read_checkpoint(path)
+                if state is None:
+                    problems.append((path, problem))
+                else:
+                    states[state["global_step"]] = state
+        for path, problem in problems if states else ():
             warnings.warn(f"{path}: {problem}; trying the previous checkpoint")
-        else:
-            states.append(state)
-    return states
-
-
-def group_checkpoints(run_dirs: list, trust: bool = False) -> Optional[list]:
-    """One checkpoint per seed, all at the same step: the newest step every seed's directory holds a readable
-    checkpoint of (the seeds write theirs one after another, so a crash in between leaves them a step apart).
-    None when the seeds share no step (a fresh start)."""
-    by_step = [{state["global_step"]: state for state in load_checkpoints(run_dir, trust)} for run_dir in run_dirs]
+        stranded += [] if states else problems
+        by_step.append(states)
     common = set.intersection(*(set(steps) for steps in by_step))
-    return [states[max(common)] for states in by_step] if common else None
+    return ([states[max(common)] for states in by_step] if common else None), stranded
 
 
 def write_checkpoint(run: Run) -> None:
@@ -1881,42 +1900,25 @@ def write_checkpoint(run: Run) -> None:
 
 def csv_lines_to_keep(path: str, header: list, last_step: int) -> Optional[list]:
     """The lines of a CSV log (its header first, as CsvLog wrote them) that a resume from ``last_step`` keeps: those
-    logged up to it, each checked whole (the header's fields; numbers in the columns of numbers). Rows logged after
-    it are dropped whatever they hold (they are logged again, identically), and so is a torn last line (no line end:
-    what a crash or a full disk in the middle of an append leaves). None when the file does not exist; ValueError
-    naming the file, the line and what is wrong when a kept line is not whole."""
+    logged up to it. Rows logged after it are dropped (they are logged again, identically), and so is a torn last line
+    (no line end: what a crash or a full disk in the middle of an append leaves). None when the file does not exist;
+    ValueError naming the file and the line when the header, or a row's step and number of fields, is not what
+    CsvLog writes (a row torn by a crash, with the next one appended to it)."""
     if not os.path.exists(path):
         return None
     with open(path, "rb") as f:
-        lines = f.read().split(b"\n")
-    lines = [line + b"\n" for line in lines[:-1]]  # the last piece is empty, or a torn line
-    kept = []
-    for number, line in enumerate(lines, start=1):
-        try:
-            row = next(csv.reader([line.decode("ascii")]))
-        except (UnicodeDecodeError, csv.Error) as error:
-            raise ValueError(f"{path}, line {number}: unreadable ({error})") from None
-        if number == 1:
-            if row != header:
-                raise ValueError(f"{path}, line 1: the header is {','.join(row)!r}, expected {','.join(header)!r}")
-        else:
-            try:
-                if int(row[0]) > last_step:
-                    continue
-            except (IndexError, ValueError):
-                raise ValueError(f"{path}, line {number}: {line.decode('ascii').strip()!r} has no step number in "
-                                 f"its first column") from None
-            if len(row) != len(header):
-                raise ValueError(f"{path}, line {number}: {len(row)} fields, the header has {len(header)}")
-            for column, value in zip(header, row):
-                try:
-                    if column not in CSV_TEXT_COLUMNS:
-                        float(value)
-                except ValueError:
-                    raise ValueError(f"{path}, line {number}: {column} is {value!r}, not a number") from None
+        lines = [line + b"\n" for line in f.read().split(b"\n")[:-1]]  # the last piece is empty, or a torn line
+    if not lines or lines[0].decode("ascii", "replace").rstrip("\r\n").split(",") != header:
+        raise ValueError(f"{path}, line 1: not the header {','.join(header)!r}")
+    kept = lines[:1]
+    for number, line in enumerate(lines[1:], start=2):
+        step = line.split(b",", 1)[0]
+        if step.isdigit() and int(step) > last_step:
+            continue  # logged again, identically, whatever it holds
+        if not step.isdigit() or line.count(b",") != len(header) - 1:
+            raise ValueError(f"{path}, line {number}: {line.decode('ascii', 'replace').strip()!r} is not a row of "
+                             f"{len(header)} fields, a step number first")
         kept.append(line)
-    if not kept:
-        raise ValueError(f"{path} has no header line")
     return kept
 
 
@@ -2012,20 +2014,13 @@ def lock_run_dir(run_dir: str) -> None:
 
 
 def prepare_run_dir(args: Args, run_dir: str, config_args: dict) -> None:
-    """Create the run directory, check it is writable with some free space, take its lock (one writer), and
-    refuse a foreign config."""
+    """Create the run directory, take its lock (one writer; a directory that cannot be written fails here, before
+    any work), and refuse a foreign config. A disk that fills later stops the run in one line (stop_on_failed_write)."""
     try:
         os.makedirs(run_dir, exist_ok=True)
-        probe = os.path.join(run_dir, ".write_probe")
-        with open(probe, "w") as f:
-            f.write("ok")
-        os.remove(probe)
+        lock_run_dir(run_dir)  # before anything is read or deleted: --overwrite never touches a directory in use
     except OSError as error:
         raise ValueError(f"--run-dir {run_dir} is not writable: {error}") from None
-    lock_run_dir(run_dir)  # before anything is read or deleted: --overwrite never touches a directory in use
-    free_mb = shutil.disk_usage(run_dir).free / 2**20
-    if free_mb < 100:
-        raise ValueError(f"--run-dir {run_dir}: only {free_mb:.0f} MiB free on its disk (need at least 100 MiB)")
     config_path = os.path.join(run_dir, "config.json")
     if not os.path.exists(config_path):
         return
@@ -2130,16 +2125,9 @@ def set_up_devices(run: Run, argv: list) -> None:
     # from CUDA_MIN_SEEDS seeds up; an explicit --cuda forces it, --no-cuda forbids it.
     cuda_forced = "--cuda" in argv
     use_cuda = args.cuda and torch.cuda.is_available() and (cuda_forced or len(run.seeds) >= CUDA_MIN_SEEDS)
-    run.device = torch.device("cuda" if use_cuda else "cpu")
+    # with its index, as config.json records it ("cuda:0"): --cuda only says CUDA may be used
+    run.device = torch.device("cuda", torch.cuda.current_device()) if use_cuda else torch.device("cpu")
     run.generators = [torch.Generator().manual_seed(seed) for seed in run.seeds]
-
-
-def device_name(device: torch.device) -> str:
-    """The device a run trains on, as config.json records it: "cpu", or the CUDA device with its index ("cuda:0";
-    torch.device("cuda") is the current CUDA device). --cuda only says CUDA may be used (set_up_devices)."""
-    if device.type == "cuda" and device.index is None:
-        return f"cuda:{torch.cuda.current_device()}"
-    return str(device)
 
 
 def build(run: Run) -> None:
@@ -2181,23 +2169,17 @@ def restore_or_reset(run: Run) -> bool:
     to be logged again identically), else reset the simulations (and remove what an attempt that never wrote a
     checkpoint left). Unresumable checkpoints are refused (exit 2) unless --overwrite. Returns whether it resumed."""
     args, seeds = run.args, run.seeds
-    with warnings.catch_warnings():  # the files that cannot be read are named once, below or by load_checkpoints
-        warnings.simplefilter("ignore")
-        unusable = [os.path.join(run.run_dirs[seed], name) for seed in seeds
-                    if not load_checkpoints(run.run_dirs[seed], args.trust_checkpoint)
-                    for name in ("checkpoint.pt", "checkpoint.prev.pt")
-                    if os.path.exists(os.path.join(run.run_dirs[seed], name))]
+    checkpoints, unusable = group_checkpoints([run.run_dirs[seed] for seed in seeds])
     if unusable and not args.overwrite:  # never discard what such a run logged, nor run what a file carries
-        path = unusable[0]
-        print(f"error: {path} cannot be resumed: {read_checkpoint(path, args.trust_checkpoint)[1]}"
+        path, problem = unusable[0]
+        print(f"error: {path} cannot be resumed: {problem}"
               f"{f' (and {len(unusable) - 1} more checkpoint files)' if len(unusable) > 1 else ''}; the run directory "
               "is unchanged; pass --overwrite to start the run again", file=sys.stderr)
         sys.exit(EXIT_INVALID_CONFIG)
-    checkpoints = group_checkpoints([run.run_dirs[seed] for seed in seeds], args.trust_checkpoint)
     if checkpoints is None:
         for seed in seeds:  # leftovers of an earlier attempt that never wrote a checkpoint
             for name in os.listdir(run.run_dirs[seed]):
-                if name in ("evaluations.csv", "plasticity.csv", "states.npz") or name.startswith("events.out.tfevents"):
+                if name in (*CSV_LOGS, "states.npz") or name.startswith("events.out.tfevents"):
                     os.remove(os.path.join(run.run_dirs[seed], name))
         run.raw_obs = run.env.reset(None, [seed + i for seed in seeds for i in range(args.num_envs)]).reshape(
             len(seeds), args.num_envs, run.obs_dim)
@@ -2244,7 +2226,7 @@ def open_outputs(run: Run, resumed: bool) -> None:
     for seed in seeds:
         config = {"args": run.config_args[seed], "script": os.path.basename(__file__), "method": method_name(args),
                   "run_name": run.run_names[seed], "num_tasks": run.num_tasks, "total_steps": run.total_steps,
-                  "schedule": [str(p) for p in run.schedule[: run.num_tasks]], "device": device_name(run.device),
+                  "schedule": [str(p) for p in run.schedule[: run.num_tasks]], "device": str(run.device),
                   **run_metadata()}
         atomic_write_bytes(os.path.join(run.run_dirs[seed], "config.json"),
                            lambda f: f.write(json.dumps(config, indent=2).encode()))
@@ -2274,7 +2256,8 @@ def print_header(run: Run, notes: tuple, resumed: bool) -> None:
     print(f"{method_name(args)} on {args.env_id} {args.experiment}"
           f"{'' if args.experiment == 'none' else '/' + args.strategy}: {run.num_tasks} task(s) x "
           f"{args.steps_per_task} steps, seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds))} on {device}"
-          f"{'' if device.type == 'cuda' or not torch.cuda.is_available() else ' (CUDA from --num-seeds ' + str(CUDA_MIN_SEEDS) + ' or with --cuda)'}")
+          + ("" if device.type == "cuda" or not torch.cuda.is_available()
+             else f" (CUDA from --num-seeds {CUDA_MIN_SEEDS} or with --cuda)"))
     print(f"  task schedule: {'; '.join(run.env.task_description(i) for i in range(run.num_tasks))}")
     print(f"  simulations: {run.env.num_sims} training on {run.env.nthread} thread(s), {run.eval_env.num_sims} "
           f"evaluation on {run.eval_env.nthread}")
@@ -2323,21 +2306,17 @@ def start_session(run: Run, resumed: bool) -> None:
 
 
 def wandb_run_id(run_dir: str) -> str:
-    """The W&B run id of a run directory, kept in wandb_id.txt so that a resumed run continues the same W&B run.
-    Made here (8 random lowercase letters and digits, W&B's own id format) and written atomically: a start that
-    fails later never leaves an empty or partial id behind; an unusable file (empty, or not such an id) is
-    replaced."""
+    """The W&B run id of a run directory, kept in wandb_id.txt so that a resumed run continues the same W&B run
+    (written atomically: a start that fails later never leaves a partial id; a file that holds no id is replaced)."""
     import secrets
-    import string
 
     path = os.path.join(run_dir, "wandb_id.txt")
     if os.path.exists(path):
         with open(path) as f:
             wandb_id = f.read().strip()
-        if wandb_id and all(c.isalnum() or c in "-_" for c in wandb_id):
+        if wandb_id.isalnum():
             return wandb_id
-    alphabet = string.ascii_lowercase + string.digits
-    wandb_id = "".join(secrets.choice(alphabet) for _ in range(8))
+    wandb_id = secrets.token_hex(4)  # 8 characters of [0-9a-f], within W&B's id alphabet
     atomic_write_bytes(path, lambda f: f.write(wandb_id.encode()))
     return wandb_id
 
@@ -2370,7 +2349,8 @@ def finish_run(run: Run) -> int:
             atomic_write_bytes(os.path.join(run.run_dirs[seed], "summary.json"),
                                lambda f: f.write(json.dumps(summary, indent=2).encode()))
         print(f"finished {', '.join(run.run_dirs[seed] for seed in seeds)}: {run.global_step} steps per seed, train "
-              f"SPS {summary['group_train_sps']:.0f} ({summary['train_sps']:.0f} per seed), eval {timers['eval']:.1f} s")
+              f"SPS {summary['group_train_sps']:.0f} ({summary['train_sps']:.0f} per seed), "
+              f"eval {timers['eval']:.1f} s")
     for log in run.evaluations_logs + run.plasticity_logs:
         log.close()
     for writer, seed in zip(run.writers, seeds):
@@ -2398,7 +2378,8 @@ def validate_args(args: Args) -> None:
             raise ValueError(f"--{field.name.replace('_', '-')} must be one of {', '.join(choices)}, got {value!r}")
     schedule_length = len(nonstationary_envs.task_schedule(args.env_id, args.experiment, args.strategy))
     missing = [name for name in METHOD_FUNCTIONS if not callable(globals().get(name))]
-    missing += [f"Args.{name}" for name in METHOD_ARGS if name not in {field.name for field in dataclasses.fields(Args)}]
+    fields = {field.name for field in dataclasses.fields(Args)}
+    missing += [f"Args.{name}" for name in METHOD_ARGS if name not in fields]
     if missing:
         raise ValueError(f"the method above the marker lacks {', '.join(missing)}, which the plumbing uses (the "
                          "contract in the marker comment)")
@@ -2414,7 +2395,8 @@ def validate_args(args: Args) -> None:
     if args.env_threads < 0:
         raise ValueError(f"--env-threads must be >= 0 (0 = the CPUs this process may use), got {args.env_threads}")
     if args.checkpoint_frequency < 0:
-        raise ValueError(f"--checkpoint-frequency must be >= 0 (0 = only at task ends), got {args.checkpoint_frequency}")
+        raise ValueError("--checkpoint-frequency must be >= 0 (0 = only at task ends), got "
+                         f"{args.checkpoint_frequency}")
     batch_size = args.num_steps * args.num_envs
     if batch_size % args.minibatch_size != 0:
         raise ValueError(f"--minibatch-size {args.minibatch_size} must divide num_steps * num_envs = {batch_size}")
@@ -2436,32 +2418,8 @@ def validate_args(args: Args) -> None:
     validate_method(args)
 
 
-def foreign_flag_error(argv: list) -> Optional[str]:
-    """A short error for a flag this script does not have, naming the sibling script that has it (tyro would
-    only say "Unrecognized options"); None when every flag is this script's."""
-    known = {"help", "h"}
-    for field in dataclasses.fields(Args):
-        name = field.name.replace("_", "-")
-        known |= {name, f"no-{name}"}
-    here = os.path.dirname(os.path.abspath(__file__))
-    for token in argv:
-        if not token.startswith("--") or token[2:].split("=")[0].replace("_", "-") in known:
-            continue
-        flag = token.split("=")[0]
-        field = flag[2:].removeprefix("no-").replace("-", "_")
-        owners = []
-        for script in sorted(os.listdir(here)):
-            if script.endswith("_continuous.py") and script != os.path.basename(__file__):
-                with open(os.path.join(here, script)) as f:
-                    if f"\n    {field}: " in f.read():
-                        owners.append(script)
-        where = f"it belongs to {' and '.join(owners)}" if owners else "no script of this repository has it"
-        return f"{flag} is not a flag of {os.path.basename(__file__)}; {where} (`--help` lists this script's flags)"
-    return None
-
-
 def parse_args(argv: list) -> Args:
-    """The command line as Args, validated: tyro's parser, a short error (exit 2) for another script's flag or a
+    """The command line as Args, validated: tyro's parser, a one-line error (exit 2) for an unknown flag or a
     bad value, and a quiet exit when stdout closes early (`--help | head`), as command-line tools do."""
     import tyro
     import tyro._strings
@@ -2470,10 +2428,6 @@ def parse_args(argv: list) -> Args:
     # continuation line always does, so --help broke a flag's text mid-phrase: one paragraph per blank-line block
     tyro._strings.remove_single_line_breaks = lambda text: "\n\n".join(" ".join(block.split())
                                                                        for block in re.split(r"\n\s*\n", text))
-    error = foreign_flag_error(argv)
-    if error:
-        print(f"error: {error}", file=sys.stderr)
-        sys.exit(EXIT_INVALID_CONFIG)
     tyro_errors = io.StringIO()
     try:
         try:

@@ -5,8 +5,7 @@
 Loads ``<run-dir>/checkpoint.pt`` (written at every task end, every ``--checkpoint-frequency`` steps and at the
 end of a run) and the algorithm script named in ``<run-dir>/config.json``, then runs the paper's evaluation
 protocol (deterministic mean action, frozen normalization, env i seeded seed + 100 + i) on the chosen task.
-The checkpoint is read with torch.load(weights_only=True), so a file from someone else cannot run code here;
-`--trust-checkpoint` reads one written before checkpoint format 4 (numpy arrays pickled), for a file you trust.
+The checkpoint is read with torch.load(weights_only=True), so a file from someone else cannot run code here.
 """
 
 import argparse
@@ -31,9 +30,9 @@ def load_script(name: str):
     return module
 
 
-def evaluate_run(run_dir: str, task: int, episodes: int, seed=None, trust_checkpoint: bool = False) -> dict:
+def evaluate_run(run_dir: str, task: int, episodes: int, seed=None) -> dict:
     """Returns of ``episodes`` evaluation episodes of the saved policy on ``task``. The checkpoint is read as the
-    scripts read it: tensors and plain values only (weights_only), unless ``trust_checkpoint``."""
+    scripts read it: tensors and plain values only (weights_only)."""
     config_path, checkpoint_path = os.path.join(run_dir, "config.json"), os.path.join(run_dir, "checkpoint.pt")
     for path in (config_path, checkpoint_path):
         if not os.path.exists(path):
@@ -56,7 +55,7 @@ def evaluate_run(run_dir: str, task: int, episodes: int, seed=None, trust_checkp
     torch.set_num_threads(args.torch_threads)
 
     # a run directory holds one seed's checkpoint (also when the seed was trained beside others, --num-seeds)
-    checkpoint, problem = script.read_checkpoint(checkpoint_path, trust_checkpoint)
+    checkpoint, problem = script.read_checkpoint(checkpoint_path)
     if checkpoint is None:
         raise ValueError(f"{checkpoint_path} cannot be evaluated: {problem}")
     eval_env = script.make_env(args, episodes)  # episode i is simulation i, reset with seed + 100 + i
@@ -82,12 +81,9 @@ def main() -> None:
     parser.add_argument("--task", type=int, default=0, help="task index of the run's schedule (default 0)")
     parser.add_argument("--episodes", type=int, default=10, help="evaluation episodes (default 10)")
     parser.add_argument("--seed", type=int, default=None, help="training seed whose +100 seeds the envs (default: the run's)")
-    parser.add_argument("--trust-checkpoint", action="store_true",
-                        help="read checkpoint.pt with full unpickling, which runs any code a crafted file carries: only "
-                             "for a file you trust (e.g. written before checkpoint format 4)")
     args = parser.parse_args()
     try:
-        result = evaluate_run(args.run_dir, args.task, args.episodes, args.seed, args.trust_checkpoint)
+        result = evaluate_run(args.run_dir, args.task, args.episodes, args.seed)
     except ValueError as error:
         parser.error(str(error))
     print(json.dumps(result, indent=2))

@@ -93,6 +93,7 @@ BOOKKEEPING_KEYS = {
     "wandb_project_name": "where Weights & Biases logs",
     "wandb_entity": "where Weights & Biases logs",
     "overwrite": "what to do with an earlier run's outputs in run_dir",
+    # a flag of v0.1-v0.4 (how checkpoints were unpickled), no longer written: a run from before pools with one after
     "trust_checkpoint": "how checkpoints are unpickled",
     "checkpoint_frequency": "how often checkpoint.pt is written; a resumed run continues bit for bit",
     "max_nonfinite_skips": "when to stop after non-finite steps; a finished run never reached it",

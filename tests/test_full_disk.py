@@ -33,7 +33,7 @@ SCRIPT = "ppo_continuous.py"
 # grows past one page of the disk (4 KiB: 5.8 KB in all) and a row has to take a new page (the row of step 360): a
 # row that fits in a page the file already has is written on a full disk too.
 FLAGS = ("--checkpoint-frequency", "128", "--save-states", "--eval-frequency", "8")
-# prepare_run_dir refuses a disk with under 100 MiB free: the run starts with more, the filler takes it away.
+# The run starts with room for its first checkpoint; the filler then takes the rest away.
 RUN_DISK = "110m"
 MIB = 2**20
 

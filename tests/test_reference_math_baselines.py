@@ -16,7 +16,7 @@ the scripts' helpers. Per script:
 - CB, PPO_ReDo, PPO_SnP: the template's advantages and losses as each script assembles them (CB's passes the
   hidden activations it computed on to generate-and-test), and one whole ``update`` against a reference first Adam
   step followed by the method's own term: CB's L2 term inside Adam and the contribution utilities of the
-  minibatch's pre-step activations; ReDo's recycle of the units tau-dormant after the step; S&P's
+  minibatch's pre-step activations; ReDo's recycle of the units tau-dormant after the step; SnP's
   theta <- lambda theta_stepped + sigma theta_fresh. Their terms' closed forms for given inputs (GenerateAndTest's
   utilities and replacements, recycle_units, shrink_perturb) are in test_cb.py, test_redo.py and test_snp.py.
 """

@@ -150,9 +150,14 @@ def test_config_json_records_the_release_and_the_device(straight, monkeypatch):
     keys = list(config)
     assert keys.index("git_commit") == keys.index("release") + 1
     assert config["device"] == "cpu"
-    assert ppo.device_name(torch.device("cpu")) == "cpu" and ppo.device_name(torch.device("cuda", 1)) == "cuda:1"
+    run = ppo.Run()
+    run.args, run.seeds = ppo.Args(num_seeds=8), list(range(8))  # from CUDA_MIN_SEEDS seeds up: CUDA when available
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "current_device", lambda: 2)
-    assert ppo.device_name(torch.device("cuda")) == "cuda:2"  # torch.device("cuda"): the current CUDA device
+    for global_setting in ("set_num_threads", "use_deterministic_algorithms"):  # this test process keeps its own
+        monkeypatch.setattr(torch, global_setting, lambda *args: None)
+    ppo.set_up_devices(run, [])
+    assert str(run.device) == "cuda:2"  # the CUDA device with its index, as config.json records it
 
 
 def test_a_run_directory_from_before_release_and_device_resumes_bit_for_bit(disk_full, straight, tmp_path):
@@ -190,7 +195,7 @@ def tear_third_line(path) -> None:
 DAMAGES = {
     "config.json": (lambda path: cut(path, 200), "cannot be read: "),
     "summary.json": (lambda path: path.write_bytes(b'{"status": "fini'), "cannot be read: Unterminated string"),
-    "evaluations.csv": (tear_third_line, "fields, the header has 7"),
+    "evaluations.csv": (tear_third_line, "is not a row of 7 fields"),
     "checkpoint.pt": (lambda path: cut(path, 100_000), "cannot be resumed: it is unreadable"),
     "states.npz": (lambda path: cut(path, 100), "cannot be read (BadZipFile"),
 }
@@ -257,8 +262,8 @@ def test_a_csv_row_that_fills_the_disk_is_not_left_torn(tmp_path, monkeypatch, c
 
 
 def test_csv_lines_kept_on_resume(tmp_path):
-    """Rows up to the checkpoint's step are kept as written and checked; later rows and a torn last line are dropped
-    whatever they hold; a damaged row before the step names the file and the line."""
+    """Rows up to the checkpoint's step are kept as written, their step and number of fields checked; later rows and
+    a torn last line are dropped whatever they hold; a damaged row before the step names the file and the line."""
     path, header = tmp_path / "evaluations.csv", ["global_step", "task", "return_mean"]
 
     def kept(text: bytes, last_step: int = 256):
@@ -271,11 +276,11 @@ def test_csv_lines_kept_on_resume(tmp_path):
     assert kept(rows + b"38") == rows  # a torn line is dropped even where its number is below the step
     assert kept(rows, last_step=128) == rows[: rows.index(b"256")]
     assert ppo.csv_lines_to_keep(str(tmp_path / "absent.csv"), header, 256) is None
-    for damaged, problem in [(rows.replace(b"128,0,nan", b"128,0,n/a"), "line 3: return_mean is 'n/a', not a number"),
-                             (rows.replace(b"128,0,nan", b"128,0"), "line 3: 2 fields, the header has 3"),
-                             (rows.replace(b"128,", b"x,"), "line 3: 'x,0,nan' has no step number"),
-                             (rows.replace(b"task", b"tusk"), "line 1: the header is"),
-                             (b"global_st", "has no header line")]:
+    assert kept(rows.replace(b"128,0,nan", b"128,0,n/a")) == rows.replace(b"128,0,nan", b"128,0,n/a")  # not parsed
+    for damaged, problem in [(rows.replace(b"128,0,nan", b"128,0"), "line 3: '128,0' is not a row of 3 fields"),
+                             (rows.replace(b"128,", b"x,"), "line 3: 'x,0,nan' is not a row of 3 fields"),
+                             (rows.replace(b"task", b"tusk"), "line 1: not the header"),
+                             (b"global_st", "line 1: not the header")]:
         with pytest.raises(ValueError, match=problem):
             kept(damaged)
 

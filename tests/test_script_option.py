@@ -33,7 +33,7 @@ def test_script_option_keeps_the_scripts_own_and_shared_tests_and_the_every_scri
 
     template = collected("tests/test_all_scripts.py", "--script", "ppo_continuous.py")
     assert template.returncode == 0, template.stdout[-2000:] + template.stderr[-2000:]
-    assert SHARED + "test_a_format_3_checkpoint_resumes_only_when_trusted" in template.stdout  # the template's alone
+    assert SHARED + "test_a_checkpoint_of_an_older_format_is_refused_in_one_line" in template.stdout  # the template's alone
     assert "[ppo_redo_continuous.py]" not in template.stdout and EVERY_SCRIPT <= set(template.stdout.splitlines())
 
 
