@@ -411,7 +411,7 @@ class EvidentialCritic(nn.Module):
 
 def nig_nll(y: torch.Tensor, omega: torch.Tensor, nu: torch.Tensor, alpha: torch.Tensor,
             beta: torch.Tensor) -> torch.Tensor:
-    """EPPO: -log St(y | omega, beta(1+nu)/(nu alpha), 2 alpha), elementwise: Eq. (loss_nll) with Omega = 2 beta
+    """EPPO: -log St(y | omega, beta(1+nu)/(nu alpha), 2 alpha), elementwise: Eq. (2) with Omega = 2 beta
     (1+nu), as 0.5 (log pi - log nu + log Omega) + (alpha + 1/2) log1p((y - omega)^2 nu / Omega) + log Gamma(alpha)
     - log Gamma(alpha + 1/2): no cancellation between the alpha-weighted logs, no overflow (docs/eppo.md)."""
     log_omega_cap = torch.log(2.0 * beta) + torch.log1p(nu)  # log Omega, exact for small nu
@@ -483,7 +483,7 @@ def probabilistic_gae(rewards, values, value_vars, next_values, next_value_vars,
         return advantages, torch.zeros_like(advantages)
     future_weight = ((1.0 - gae_lambda) / gae_lambda) ** 2
     current_weight = 1.0 if variant == "cor" else (1.0 - gae_lambda) / (1.0 + gae_lambda)
-    # Eq. (gae_var), EPPO_cor: var[V_t] + w S_t;  Eq. (gae_var_ind), EPPO_ind: (1-lambda)/(1+lambda) var[V_t] + w S_t
+    # Eq. (4), EPPO_cor: var[V_t] + w S_t;  Eq. (5), EPPO_ind: (1-lambda)/(1+lambda) var[V_t] + w S_t
     return advantages, current_weight * value_vars + future_weight * future_value_vars
 
 
