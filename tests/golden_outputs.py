@@ -38,30 +38,31 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from tiny_run import REPO_ROOT, run_script, two_seed_flags  # noqa: E402
 
 # The commit whose outputs the work tree must reproduce bit for bit. A deliberate change of outputs moves it to
-# the commit that made the change, with the reason in the commit message that moves it.
-# 363535a (issue 31): the first commit with ppo_redo and ppo_snp, whose five older scripts are byte for byte those of
-# ae9ef78, where they reproduced the previous reference aa9ecc08 bit for bit; now every script is guarded.
-# d3270e2 (issue 29): the default moves to --log-std-init -1 without observation or reward normalization (nonormstd1,
-# docs/studies/2026-11-27_why_ppo_does_not_walk_on_ant); with PREVIOUS_DEFAULT_FLAGS every script still reproduces 363535a bit for bit.
-# 823e260 (issue 46): reward normalization is the default again (docs/studies/2026-11-29_eppo_ind_gap_on_ant); with BEFORE_ISSUE_46_FLAGS every
-# script still reproduces d3270e2 bit for bit.
+# the commit that made the change, with the reason in the commit message that moves it (CHANGELOG.md: the releases).
+# 363535a (v0.1's last commit): the first commit with ppo_redo and ppo_snp, whose five older scripts are byte for byte
+# those of ae9ef78, where they reproduced the previous reference aa9ecc08 bit for bit; now every script is guarded.
+# d3270e2 (v0.2): the default moves to --log-std-init -1 without observation or reward normalization (nonormstd1,
+# docs/studies/2026-11-27_why_ppo_does_not_walk_on_ant); with V01_FLAGS every script still reproduces 363535a.
+# 823e260 (v0.3): reward normalization is the default again (docs/studies/2026-11-29_eppo_ind_gap_on_ant); with
+# V02_FLAGS every script still reproduces d3270e2 bit for bit. v0.4 (71aed13) changed CB's HalfCheetah defaults only,
+# whose effect the tiny runs never reach: no unit matures in them (tests/test_cb.py holds v0.3's CB values apart).
 REFERENCE_COMMIT = "823e260cb382a2e453ddd5717aa0e8961beef018"
-# The defaults before issue 29 (Ant), spelled out as flags, and the last commit whose defaults they were: with these
-# flags the work tree's scripts reproduce that commit's tiny runs bit for bit, wherever the defaults move
+# v0.1's defaults (before 2026-11-27), spelled out as flags, and v0.1's last commit: with these flags the work tree's
+# scripts reproduce that commit's tiny runs bit for bit, wherever the defaults move
 # (tests/test_all_scripts.py::test_the_previous_defaults_are_one_set_of_flags_away; docs/ppo.md). The tiny
 # flags set --minibatch-size themselves; the previous default was 256.
-PREVIOUS_DEFAULTS_COMMIT = "363535aba3a0acb026ace0c0a799070df1671c3e"
-PREVIOUS_DEFAULT_FLAGS = ("--hidden-dim", "256", "--activation", "relu", "--layer-norm", "affine", "--init", "orthogonal",
-                          "--policy-head-gain", "0.01", "--log-std-init", "0.0", "--log-std-max", "None",
-                          "--learn-log-std", "--norm-obs", "--norm-reward", "--no-joint-optimizer", "--no-anneal-lr",
-                          "--include-cfrc-ext-in-observation")
-# The defaults before issue 46 (issue 29's: raw rewards), and the last commit whose defaults they were: the one flag
-# --no-norm-reward gives them back, and with it the work tree's scripts reproduce that commit's tiny runs bit for bit
+V01_COMMIT = "363535aba3a0acb026ace0c0a799070df1671c3e"
+V01_FLAGS = ("--hidden-dim", "256", "--activation", "relu", "--layer-norm", "affine", "--init", "orthogonal",
+             "--policy-head-gain", "0.01", "--log-std-init", "0.0", "--log-std-max", "None",
+             "--learn-log-std", "--norm-obs", "--norm-reward", "--no-joint-optimizer", "--no-anneal-lr",
+             "--include-cfrc-ext-in-observation")
+# v0.2's defaults (2026-11-27 to 2026-11-29: raw rewards) and v0.2's commit: the one flag --no-norm-reward gives them
+# back, and with it the work tree's scripts reproduce that commit's tiny runs bit for bit
 # (docs/studies/2026-11-29_eppo_ind_gap_on_ant: reward normalization became the default of every script).
-BEFORE_ISSUE_46_COMMIT = "d3270e2666667835da00fe1e6d0bc168967adca6"
-BEFORE_ISSUE_46_FLAGS = ("--no-norm-reward",)
+V02_COMMIT = "d3270e2666667835da00fe1e6d0bc168967adca6"
+V02_FLAGS = ("--no-norm-reward",)
 # Every earlier set of defaults, (the last commit whose defaults they were, those defaults as flags), oldest first.
-EARLIER_DEFAULTS = ((PREVIOUS_DEFAULTS_COMMIT, PREVIOUS_DEFAULT_FLAGS), (BEFORE_ISSUE_46_COMMIT, BEFORE_ISSUE_46_FLAGS))
+EARLIER_DEFAULTS = ((V01_COMMIT, V01_FLAGS), (V02_COMMIT, V02_FLAGS))
 GOLDEN_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "golden")
 CACHE_DIR = os.path.join(REPO_ROOT, ".golden_cache")
 # The --num-seeds 2 runs are tiny_run.two_seed_flags' (with METHOD_EVENT_FLAGS: CB replaces units and ReDo recycles
@@ -72,7 +73,7 @@ NUM_SEEDS = (1, 2)
 # the file's layout: format 4 stores the numpy arrays as tensors, listed under numpy_arrays, with the same digests)
 UNCOMPARED_KEYS = ("args", "timers", "format", "numpy_arrays")
 # checkpoint entries newer than REFERENCE_COMMIT, compared once the reference has them: until then a run's entry is not
-# "new" (initial_parameters, issue 47: each network as built; tests/test_ppo.py checks it against a one-seed build)
+# "new" (initial_parameters, since 2026-11-29: each network as built; tests/test_ppo.py checks it against a one-seed build)
 NEWER_THAN_REFERENCE = ("initial_parameters",)
 SCRIPT_SUFFIX = "_continuous.py"
 

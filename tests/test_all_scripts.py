@@ -520,12 +520,12 @@ def test_a_killed_run_frees_its_lock_and_resumes_to_the_state_of_a_straight_run(
 
 
 def test_the_previous_defaults_resume_bit_for_bit_with_two_envs(tmp_path):
-    """At the defaults before issue 29 (golden_outputs.PREVIOUS_DEFAULT_FLAGS: observation and reward normalization,
+    """At v0.1's defaults (golden_outputs.V01_FLAGS: observation and reward normalization,
     log std 0), with two envs per seed and tasks that change and end mid-rollout: SIGTERM at the first step of
     task 1 stops the run at the next update's end (step 256) with exit 75, and the resumed run, which stops exactly
     at 320 inside its rollout, ends in the straight run's state bit for bit (tiny_run.run_state: the observation and
     return statistics, both envs' discounted returns and simulations, the optimizers, ...)."""
-    flags = (*golden_outputs.PREVIOUS_DEFAULT_FLAGS, *MID_ROLLOUT_FLAGS, "--num-envs", "2", "--num-steps", "64",
+    flags = (*golden_outputs.V01_FLAGS, *MID_ROLLOUT_FLAGS, "--num-envs", "2", "--num-steps", "64",
              "--checkpoint-frequency", "128")  # rollouts of 64 steps of 2 envs: 128 global steps, as the tiny flags'
     straight, run_dir = tmp_path / "straight", tmp_path / "run"
     result = run_script(SCRIPTS[0], straight, *flags)
