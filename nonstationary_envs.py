@@ -7,7 +7,7 @@ next ``mj_step`` and survives ``reset()``. Two ways to step the tasks:
 * ``BatchedEnv`` (what the algorithm scripts use): N simulations, each with its own task, reset noise and
   episode, stepped together in one ``mujoco.batch.Batch`` (GIL released, on several threads), with
   gymnasium v5's observations, rewards, terminations and time limit computed in numpy over all of them,
-  bit for bit as gymnasium (``tests/test_batched_env.py``).
+  bit for bit as gymnasium (``tests/modules/test_batched_env.py``).
 * ``make_nonstationary_env``: the gymnasium wrapper (``env.unwrapped.model`` edited in place; it does
   not override ``step``), the reference that ``BatchedEnv`` is tested against and the API for code
   that wants a plain gymnasium env.
@@ -394,7 +394,7 @@ class BatchedEnv:
     Every observation, reward, ``terminated`` and ``truncated`` equals, bit for bit, what
     ``make_nonstationary_env(env_id, experiment, strategy, friction_mode)`` (i.e. ``gymnasium.make``
     with its TimeLimit) returns for the same seeds, actions (same dtype) and task switches, at any
-    ``nthread``; ``tests/test_batched_env.py`` checks this.
+    ``nthread``; ``tests/modules/test_batched_env.py`` checks this.
 
     * ``reset(sim_ids=None, seeds=None) -> obs`` (len(ids), obs_dim): as ``env.reset(seed=s)`` per
       simulation; ``seeds[i] = None`` continues that simulation's Generator.

@@ -841,7 +841,8 @@ def initial_parameters(run, network: str, seed_index: Optional[int] = None) -> d
     ``named_parameters()`` (every Linear, LayerNorm and the log std): stacked (seeds, ...) without ``seed_index``,
     else seed ``seed_index``'s own slice (``p[k]``), bit for bit what a one-seed build of that seed draws. Kept in
     the checkpoint, so a resumed run has them too. Read-only: for methods that pull towards theta_0 (L2 Init). An
-    extension point of the reading guide ("Adding a method"): no current script calls it (tests/test_ppo.py does)."""
+    extension point of the reading guide ("Adding a method"): no current script calls it
+    (tests/plumbing/test_plumbing.py does)."""
     if network not in run.initial_state:
         raise ValueError(f"initial_parameters: the agent has no network {network!r}; its networks: "
                          f"{sorted(run.initial_state)}")

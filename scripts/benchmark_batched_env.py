@@ -4,7 +4,7 @@ Part 1, one thread: BatchedEnv(num_sims=N, nthread=1).step against N gymnasium e
 other through ``env.unwrapped.step`` (also through the wrapped ``env.step``, and the bare physics: a loop of
 ``mj_step(nstep=frame_skip)`` (+ ``mj_rnePostConstraint`` for Ant) on one MjData per simulation, the floor
 any implementation pays). All of them run the same seeds and actions, so the trajectories, and with them
-the contacts the physics has to solve, are the same (bit for bit, which tests/test_batched_env.py checks).
+the contacts the physics has to solve, are the same (bit for bit, which tests/modules/test_batched_env.py checks).
 Ended episodes are reset inside the timed loops in all of them.
 
 Part 2: Ant, BatchedEnv with nthread 1 against 2, N = 4 and 16.

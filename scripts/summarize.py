@@ -564,7 +564,7 @@ def read_paper_results(path: str = PAPER_RESULTS_CSV) -> dict[tuple[str, runlist
 # statsmodels, seaborn and arch pinned back (~160 MB of dependencies for three estimators), and it draws its
 # resamples from numpy's global random state. The estimators below are rliable's definitions (IQM =
 # scipy.stats.trim_mean(x, 0.25); percentile intervals of a stratified bootstrap; run-score distributions),
-# each a few lines, tested against scipy, closed forms and exact enumerations (tests/test_summarize.py).
+# each a few lines, tested against scipy, closed forms and exact enumerations (tests/tools/test_summarize.py).
 
 BOOTSTRAP_REPS = 2000  # rliable's default number of resamples
 CONFIDENCE = 0.95

@@ -1,5 +1,10 @@
 """Make the top-level scripts and shared modules importable from tests; `--script X_continuous.py` runs one script's
-tests: its own (tests/test_x.py) and the shared ones of tests/test_all_scripts.py for it, script-wide checks included."""
+tests: its own (tests/methods/test_x.py) and the shared ones of tests/plumbing/test_all_scripts.py for it, script-wide
+checks included (with ppo_continuous.py, the template, also the plumbing's units, tests/plumbing/test_plumbing.py).
+
+The helpers (tiny_run, reference_math, golden_outputs, fake_algorithm) live here in tests/, the tests in its
+subfolders: pytest puts this folder on sys.path (the default prepend import mode, no __init__.py), so a test file
+anywhere below imports them by name."""
 
 import os
 import sys
@@ -12,19 +17,25 @@ if REPO_ROOT not in sys.path:
 
 import torch
 
+from tiny_run import method_test_file
+
 # One intra-op thread, as the scripts default to: deterministic, and faster than two threads competing with
 # the subprocess runs of the end-to-end tests on a 2-core machine.
 torch.set_num_threads(1)
 
+TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
 TEMPLATE = "ppo_continuous.py"
-SHARED_TESTS = "test_all_scripts.py"
+# Test files relative to tests/: the shared end-to-end tests, and the plumbing's units (the template's own copy)
+SHARED_TESTS = os.path.join("plumbing", "test_all_scripts.py")
+PLUMBING_UNITS = os.path.join("plumbing", "test_plumbing.py")
 
 
 def pytest_addoption(parser):
     parser.addoption("--script", action="append", default=[], metavar="X_continuous.py",
-                     help="run only this algorithm script's tests (repeatable): its own tests/test_x.py (x: the name "
-                          "without _continuous.py and a leading ppo_) and tests/test_all_scripts.py's for it, with the "
-                          "checks over every script; the template's single-script tests with ppo_continuous.py only")
+                     help="run only this algorithm script's tests (repeatable): its own tests/methods/test_x.py (x: "
+                          "the name without _continuous.py) and tests/plumbing/test_all_scripts.py's for it, with the "
+                          "checks over every script; the template's single-script tests and the plumbing's units "
+                          "(tests/plumbing/test_plumbing.py) with ppo_continuous.py only")
 
 
 def pytest_configure(config):
@@ -32,9 +43,9 @@ def pytest_configure(config):
 
 
 def own_test_file(script: str) -> str:
-    """tests/test_x.py of x_continuous.py: ppo_continuous.py -> test_ppo.py, ppo_redo_continuous.py -> test_redo.py."""
-    name = script[: -len("_continuous.py")]
-    return f"test_{name.removeprefix('ppo_') or name}.py"
+    """x_continuous.py's own test file, relative to tests/ (tiny_run.method_test_file): ppo_continuous.py ->
+    methods/test_ppo.py, ppo_redo_continuous.py -> methods/test_ppo_redo.py."""
+    return method_test_file(script)
 
 
 def selected_scripts(config) -> list:
@@ -47,11 +58,12 @@ def selected_scripts(config) -> list:
 
 
 def is_for_script(item, scripts: list) -> bool:
-    """Whether ``item`` is one of ``scripts``' tests: in its own test file; or in test_all_scripts.py, parametrized
-    with it, or a check over every script at once (marked every_script: the plumbing's bytes, the method signatures),
-    or a single-script test of the template (SCRIPTS[0]) when the template is selected."""
-    file = os.path.basename(str(item.fspath))
-    if file in {own_test_file(script) for script in scripts}:
+    """Whether ``item`` is one of ``scripts``' tests: in its own test file; in test_plumbing.py when the template is
+    selected; or in test_all_scripts.py, parametrized with it, or a check over every script at once (marked
+    every_script: the plumbing's bytes, the method signatures), or a single-script test of the template (SCRIPTS[0])
+    when the template is selected."""
+    file = os.path.relpath(str(item.fspath), TESTS_DIR)
+    if file in {own_test_file(script) for script in scripts} or (file == PLUMBING_UNITS and TEMPLATE in scripts):
         return True
     if file != SHARED_TESTS:
         return False
@@ -75,4 +87,6 @@ def pytest_report_header(config):
     scripts = selected_scripts(config)
     if scripts:
         own = ", ".join(f"tests/{own_test_file(script)}" for script in scripts)
+        if TEMPLATE in scripts:
+            own += f", tests/{PLUMBING_UNITS}"
         return f"--script: {own} and tests/{SHARED_TESTS}'s tests of {', '.join(scripts)} (script-wide checks included)"

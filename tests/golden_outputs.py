@@ -4,7 +4,7 @@ A fingerprint holds a run directory's evaluations.csv and plasticity.csv verbati
 tensor and array of its final checkpoint.pt (networks, optimizer moments, normalization statistics, generator
 and environment states), so a test can tell that a change left a run's outputs bit for bit as they were.
 
-The reference is a pinned commit, REFERENCE_COMMIT: tests/test_all_scripts.py runs the same tiny runs with that
+The reference is a pinned commit, REFERENCE_COMMIT: tests/plumbing/test_all_scripts.py runs the same tiny runs with that
 commit's scripts (exported by `git archive` into a temporary directory, the work tree untouched) and with the
 work tree's, on the same machine, and compares the two fingerprints. The digests depend on the CPU's vector
 instruction set (MKL's code path), so only a comparison on one machine is meaningful; the reference fingerprints
@@ -45,11 +45,11 @@ from tiny_run import REPO_ROOT, run_script, two_seed_flags  # noqa: E402
 # docs/studies/2026-11-27_why_ppo_does_not_walk_on_ant); with V01_FLAGS every script still reproduces 363535a.
 # 823e260 (v0.3): reward normalization is the default again (docs/studies/2026-11-29_eppo_ind_gap_on_ant); with
 # V02_FLAGS every script still reproduces d3270e2 bit for bit. v0.4 (71aed13) changed CB's HalfCheetah defaults only,
-# whose effect the tiny runs never reach: no unit matures in them (tests/test_cb.py holds v0.3's CB values apart).
+# whose effect the tiny runs never reach: no unit matures in them (tests/methods/test_cb.py holds v0.3's CB values apart).
 REFERENCE_COMMIT = "823e260cb382a2e453ddd5717aa0e8961beef018"
 # v0.1's defaults (before 2026-11-27), spelled out as flags, and v0.1's last commit: with these flags the work tree's
 # scripts reproduce that commit's tiny runs bit for bit, wherever the defaults move
-# (tests/test_all_scripts.py::test_the_previous_defaults_are_one_set_of_flags_away; docs/ppo.md). The tiny
+# (tests/plumbing/test_all_scripts.py::test_the_previous_defaults_are_one_set_of_flags_away; docs/ppo.md). The tiny
 # flags set --minibatch-size themselves; the previous default was 256.
 V01_COMMIT = "363535aba3a0acb026ace0c0a799070df1671c3e"
 V01_FLAGS = ("--hidden-dim", "256", "--activation", "relu", "--layer-norm", "affine", "--init", "orthogonal",
@@ -65,15 +65,16 @@ V02_FLAGS = ("--no-norm-reward",)
 EARLIER_DEFAULTS = ((V01_COMMIT, V01_FLAGS), (V02_COMMIT, V02_FLAGS))
 GOLDEN_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "golden")
 CACHE_DIR = os.path.join(REPO_ROOT, ".golden_cache")
-# The --num-seeds 2 runs are tiny_run.two_seed_flags' (with METHOD_EVENT_FLAGS: CB replaces units and ReDo recycles
-# them within the tiny run only with them, so their code paths are part of the fingerprint). The --num-seeds 1 runs
-# use the tiny flags alone (test_all_scripts' finished_run).
+# The --num-seeds 2 runs are tiny_run.two_seed_flags' (with each method's EVENT_FLAGS, from its own test file: CB
+# replaces units and ReDo recycles them within the tiny run only with them, so their code paths are part of the
+# fingerprint). The --num-seeds 1 runs use the tiny flags alone (test_all_scripts' finished_run).
 NUM_SEEDS = (1, 2)
 # checkpoint entries that are not outputs of the computation (wall-clock timers, the command line with its run_dir,
 # the file's layout: format 4 stores the numpy arrays as tensors, listed under numpy_arrays, with the same digests)
 UNCOMPARED_KEYS = ("args", "timers", "format", "numpy_arrays")
 # checkpoint entries newer than REFERENCE_COMMIT, compared once the reference has them: until then a run's entry is not
-# "new" (initial_parameters, since 2026-11-29: each network as built; tests/test_ppo.py checks it against a one-seed build)
+# "new" (initial_parameters, since 2026-11-29: each network as built; tests/plumbing/test_plumbing.py checks it against a
+# one-seed build)
 NEWER_THAN_REFERENCE = ("initial_parameters",)
 SCRIPT_SUFFIX = "_continuous.py"
 
@@ -102,6 +103,9 @@ def environment() -> dict:
     for name in ("golden_outputs.py", "tiny_run.py"):
         with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), name), "rb") as f:
             harness.update(f.read())
+    # the two-seed runs' flags, with each method's EVENT_FLAGS, which live in its own test file, not in tiny_run.py
+    scripts = sorted(name for name in os.listdir(REPO_ROOT) if name.endswith(SCRIPT_SUFFIX))
+    harness.update(json.dumps({script: two_seed_flags(script) for script in scripts}).encode())
     return {**machine(), "cpu_model": cpu_model(), "python": platform.python_version(), "numpy": np.__version__,
             "mujoco": mujoco.__version__, "gymnasium": gymnasium.__version__,
             "MKL_ENABLE_INSTRUCTIONS": os.environ.get("MKL_ENABLE_INSTRUCTIONS", ""),

@@ -1,5 +1,6 @@
 """Shared helpers for end-to-end tests: run an algorithm script for a few hundred steps in a subprocess."""
 
+import ast
 import csv
 import json
 import os
@@ -8,7 +9,8 @@ import subprocess
 import sys
 import time
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
+REPO_ROOT = os.path.dirname(TESTS_DIR)
 
 # Two HalfCheetah paralysis tasks of 256 steps, two updates per task, 50-step episodes: a few seconds of CPU.
 TINY_FLAGS = (
@@ -17,19 +19,43 @@ TINY_FLAGS = (
     "--update-epochs", "2", "--eval-frequency", "128", "--eval-episodes", "2", "--max-episode-steps", "50",
     "--no-cuda",
 )
+
+
+def method_test_file(script: str) -> str:
+    """The own test file of an algorithm script, relative to tests/: x_continuous.py -> methods/test_x.py
+    (ppo_continuous.py -> methods/test_ppo.py, ppo_redo_continuous.py -> methods/test_ppo_redo.py)."""
+    return os.path.join("methods", f"test_{os.path.basename(script)[: -len('_continuous.py')]}.py")
+
+
 # Flags that make a method's own events happen inside the tiny runs (CB replaces units, ReDo recycles them), so that
 # the shared end-to-end tests (SIGTERM + resume, seed independence, the golden outputs of two seeds) cross them. A
-# method whose events are rarer than a tiny run adds its flags here (docs/reading-guide.md, "Adding a method").
-METHOD_EVENT_FLAGS = {"cb_continuous.py": ["--maturity-threshold", "2", "--replacement-rate", "0.05"],
-                      "ppo_redo_continuous.py": ["--redo-frequency", "2"],
-                      "ppo_snp_continuous.py": ["--snp-frequency", "2", "--snp-shrink", "0.9", "--snp-perturb", "0.1"]}
-# The two-seed run of every script (tests/test_all_scripts.py's test_two_seed_run_...: the golden outputs of two
+# method whose events are rarer than a tiny run sets them in its own test file, a list of strings at its top level:
+# EVENT_FLAGS = ["--redo-frequency", "2"] (docs/reading-guide.md, "Adding a method").
+def method_event_flags(script: str) -> list:
+    """``script``'s EVENT_FLAGS, read from the text of its own test file (method_test_file): a literal, read without
+    importing the file, so that tests/golden_outputs.py's recorder and a study's same_outputs.py read the same flags
+    outside pytest; [] for a script whose file sets none."""
+    path = os.path.join(TESTS_DIR, method_test_file(script))
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        tree = ast.parse(f.read(), path)
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "EVENT_FLAGS" for t in node.targets):
+            flags = ast.literal_eval(node.value)
+            if not (isinstance(flags, list) and all(isinstance(flag, str) for flag in flags)):
+                raise ValueError(f"{path}: EVENT_FLAGS must be a list of strings, not {flags!r}")
+            return flags
+    return []
+
+
+# The two-seed run of every script (tests/plumbing/test_all_scripts.py's test_two_seed_run_...: the golden outputs of two
 # seeds, seed independence and SIGTERM + resume are checked on one run of these flags, so each is paid for once):
 # seeds 1 and 2 in one process; an odd evaluation count (3) and minibatch (32) put a seed's slices of stacked tensors
 # at misaligned offsets; a checkpoint every 128 steps; every 4th training observation saved (--save-states).
 def two_seed_flags(script: str) -> list:
     return ["--num-seeds", "2", "--eval-episodes", "3", "--minibatch-size", "32", "--checkpoint-frequency", "128",
-            "--save-states", "--save-states-every", "4", *METHOD_EVENT_FLAGS.get(script, [])]
+            "--save-states", "--save-states-every", "4", *method_event_flags(script)]
 
 
 # evaluation_steps(256, 2, 128): step 0, every 128 steps, task ends at 256 and 512; the task column is the

@@ -1,5 +1,7 @@
-"""Tests for ppo_redo_continuous.py: ReDo, recycling dormant neurons (Sokar et al., 2023), on PPO, and the script."""
+"""Tests for ppo_redo_continuous.py: ReDo, recycling dormant neurons (Sokar et al., 2023), on PPO, the script, and its
+batch, losses and update against the independent reference of tests/reference_math.py."""
 
+import copy
 import dataclasses
 import math
 import os
@@ -14,12 +16,16 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 import plasticity_metrics
 import ppo_redo_continuous as redo
+import reference_math as ref
 from tiny_run import REPO_ROOT, TINY_EVALUATION_STEPS, assert_same_run_state, read_csv, run_script
 
 OBS_DIM, ACTION_DIM, HIDDEN = 5, 2, 16
 SCRIPT = "ppo_redo_continuous.py"
+# The flags that make ReDo recycle units inside the tiny runs: the shared end-to-end tests (SIGTERM + resume, seed
+# independence, the golden outputs of two seeds) run this script with them (tiny_run.method_event_flags).
 # A recycle every 2 minibatch steps: the tiny runs (2 epochs x 2 minibatches per update) recycle in every update.
-RECYCLING = ("--redo-frequency", "2")
+EVENT_FLAGS = ["--redo-frequency", "2"]
+RECYCLING = tuple(EVENT_FLAGS)
 
 
 # ---- The score and the mask ----
@@ -272,3 +278,72 @@ def test_help_lists_the_redo_flags_and_importing_has_no_side_effects(tmp_path):
                               capture_output=True, env={**os.environ, "PYTHONPATH": REPO_ROOT}, timeout=120)
     assert imported.returncode == 0 and imported.stdout == "", imported.stderr[-2000:]
     assert os.listdir(tmp_path) == []
+
+
+# ---- Against the independent reference (tests/reference_math.py): the template's terms as ReDo assembles them,
+# then one whole update with ReDo's recycle of the units tau-dormant after the step ----
+
+
+def test_template_advantages_and_losses_equal_the_reference():
+    """The template's advantages, returns and losses as ppo_redo_continuous.py's compute_advantages and ppo_loss
+    assemble them (reference_math.assert_template_advantages_and_losses)."""
+    ref.assert_template_advantages_and_losses(redo)
+
+
+def test_redo_update_recycles_the_units_dormant_after_the_step_and_steps_everything_else():
+    """A unit of each network made dormant by construction (LayerNorm gain 0, shift -1: its ReLU is 0 on every
+    input, its gradients 0, so the step keeps it so). After the update (--redo-frequency 1: due after the one step),
+    the units whose score (mean |h_j| / the layer's mean of those, on the minibatch, with the stepped parameters) is
+    <= tau have fresh orthogonal rows drawn from the seed's generator after its permutation (actor first, hidden
+    layers from the last down), bias 0, LayerNorm 1 and 0, zero outgoing weights and zero Adam moments; every other
+    entry is Adam's first step."""
+    dormant = {"actor": (0, 1, 5), "critic": (1, 0, 2)}  # network: (hidden layer, seed index, unit)
+
+    def make_dormant(agent):
+        for name, (layer, k, unit) in dormant.items():
+            norm = [m for m in getattr(agent, name).trunk if type(m).__name__ == "StackedLayerNorm"][layer]
+            with torch.no_grad():
+                norm.weight[k, 0, unit], norm.bias[k, 0, unit] = 0.0, -1.0
+
+    run, before, generator_states, _, outputs = ref.one_update(redo, make_dormant, redo_frequency=1)
+    draws = [ref.minibatch_obs(run, generator_states, k) for k in range(2)]
+    recycled_total = {"actor": [0, 0], "critic": [0, 0]}
+    for name in ("actor", "critic"):
+        network, optimizer = getattr(run.agent, name), getattr(run.agent, f"{name}_optimizer")
+        expected, moments = ref.reference_first_adam_step(network, before[name], run.args.learning_rate)
+        stepped_network = copy.deepcopy(network)
+        with torch.no_grad():
+            for p_name, p in stepped_network.named_parameters():
+                p.copy_(torch.from_numpy(expected[p_name]))
+        linear_names = [f"trunk.{i}" for i, m in enumerate(network.trunk) if type(m).__name__ == "StackedLinear"]
+        linear_names.append("mean_head" if name == "actor" else "head")
+        for k, (obs, draw) in enumerate(draws):
+            hidden = ref.np_network(stepped_network, k, obs)["hidden"]
+            for i in reversed(range(len(hidden))):
+                activity = np.abs(hidden[i]).mean(0)
+                scores = activity / (activity.mean() + 1e-9)
+                units = np.flatnonzero(scores <= run.args.redo_threshold)
+                if (i, k) == dormant[name][:2]:
+                    assert dormant[name][2] in units
+                assert np.abs(scores - run.args.redo_threshold).min() > 1e-4  # no unit on the edge of tau
+                if not len(units):
+                    continue
+                recycled_total[name][k] += len(units)
+                incoming, outgoing, norm = linear_names[i], linear_names[i + 1], f"trunk.{3 * i + 1}"
+                fresh = torch.nn.init.orthogonal_(torch.empty(expected[f"{incoming}.weight"].shape[1:]), math.sqrt(2),
+                                                  generator=draw).double().numpy()
+                expected[f"{incoming}.weight"][k, units] = fresh[units]
+                entries = [(f"{incoming}.weight", (k, units)), (f"{incoming}.bias", (k, 0, units)),
+                           (f"{norm}.weight", (k, 0, units)), (f"{norm}.bias", (k, 0, units)),
+                           (f"{outgoing}.weight", (k, slice(None), units))]
+                for p_name, entry in entries[1:]:
+                    expected[p_name][entry] = 1.0 if p_name == f"{norm}.weight" else 0.0
+                for p_name, entry in entries:
+                    for key in ("exp_avg", "exp_avg_sq"):
+                        moments[p_name][key][entry] = 0.0
+        for p_name, p in network.named_parameters():
+            ref.close(p, expected[p_name], rtol=1e-6, atol=1e-7)
+            for key in ("exp_avg", "exp_avg_sq"):
+                ref.close(optimizer.state[p][key], moments[p_name][key], rtol=1e-5, atol=1e-12)
+        # the update reports each seed's count of recycled units
+        assert [units for _, units, _, _ in outputs["redo"][name]] == recycled_total[name]

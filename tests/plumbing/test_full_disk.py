@@ -1,6 +1,6 @@
 """A real full disk, not a mocked one: the run's file system is a small tmpfs that a filler file fills up.
 
-tests/test_run_dir_faults.py makes a write fail with a mock, which raises ENOSPC where the mock says. A real disk
+tests/plumbing/test_run_dir_faults.py makes a write fail with a mock, which raises ENOSPC where the mock says. A real disk
 fails where the kernel runs out of pages, and a writer may then replace the OSError with an error of its own:
 torch.save's zip writer raises RuntimeError ("unexpected pos") while it unwinds. Here every fault is the file
 system's own ENOSPC: the run writes into a tmpfs mounted for the test (root only: `mount -t tmpfs`; elsewhere
@@ -94,7 +94,7 @@ sys.argv = sys.argv[5:]
 writes = []
 
 
-def due() -> None:  # fill() of tests/test_full_disk.py
+def due() -> None:  # fill() of tests/plumbing/test_full_disk.py
     writes.append(writer)
     if len(writes) == count:
         stat = os.statvfs(mount_point)

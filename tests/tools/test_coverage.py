@@ -16,7 +16,7 @@ import pytest
 from scripts import coverage
 from tests.fake_algorithm import write_run
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]  # tests/<folder>/this file
 
 
 # ---------------------------------------------------------------- coverage_percentage

@@ -19,11 +19,11 @@ def test_a_guard_that_cannot_run_fails_in_ci_and_skips_elsewhere(monkeypatch, va
 
 
 def test_the_slurm_test_fails_with_its_reason_in_ci_when_slurm_cannot_run(tmp_path):
-    """tests/test_slurm.py in a pytest of its own, with a PATH where no SLURM tool is found and CI=true: it fails
+    """tests/tools/test_slurm.py in a pytest of its own, with a PATH where no SLURM tool is found and CI=true: it fails
     (no test of it passes or skips) and the report names why."""
     result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:xdist", "-p", "no:cacheprovider",
-                             os.path.join("tests", "test_slurm.py")], cwd=REPO_ROOT, capture_output=True, text=True,
-                            timeout=300, env={**os.environ, "CI": "true", "PATH": str(tmp_path)})
+                             os.path.join("tests", "tools", "test_slurm.py")], cwd=REPO_ROOT, capture_output=True,
+                            text=True, timeout=300, env={**os.environ, "CI": "true", "PATH": str(tmp_path)})
     assert result.returncode == 1, result.stdout[-3000:] + result.stderr[-3000:]
     assert "SLURM not installed (sbatch, squeue, slurmctld, slurmd, munged not found)" in result.stdout
     assert " passed" not in result.stdout and "skipped" not in result.stdout

@@ -24,7 +24,7 @@ from nonstationary_envs import (
     validate_setting,
 )
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]  # tests/<folder>/this file
 
 # Reference values typed from Appendix B of the paper.
 PAPER_FRICTION_INCREASING = (0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0, 2.25, 2.5, 2.75, 3.0, 3.25, 3.5, 3.75, 4.0)

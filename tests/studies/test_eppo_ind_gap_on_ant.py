@@ -1,4 +1,7 @@
-"""docs/studies/2026-11-29_eppo_ind_gap_on_ant/analyze.py (issue 46): the walk's and the screen's tables from hand-made evaluation logs."""
+"""The study "why our EPPO trails our PPO on Ant", docs/studies/2026-11-29_eppo_ind_gap_on_ant/ (which chose v0.3's
+reward normalization): analyze.py's walk, screen, kappa-grid and evidence tables from hand-made evaluation logs, its
+scalars store, and its committed tables held to the README's commands; and its follow-up at the paper's length,
+docs/studies/2026-11-29_paper_length_v0.3_defaults/ (launch.sh, swamping.py, the committed tables)."""
 
 import csv
 import json
@@ -24,7 +27,7 @@ spec = importlib.util.spec_from_file_location(
     "paper_length_compare", os.path.join(REPO_ROOT, "docs", "studies", "2026-11-27_paper_length_v0.2_defaults", "compare.py"))
 compare = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(compare)
-PAPER_LENGTH = os.path.join(REPO_ROOT, "docs", "studies", "2026-11-29_paper_length_v0.3_defaults")  # item 4
+PAPER_LENGTH = os.path.join(REPO_ROOT, "docs", "studies", "2026-11-29_paper_length_v0.3_defaults")  # the follow-up
 
 STEPS = [0, 250_000, 500_000, 750_000, 1_000_000]  # tasks 0, 0, 0, 1, 1
 
@@ -158,7 +161,7 @@ def test_scalars_store_modes_carry_a_runs_scalars_from_one_machine_to_the_next(t
     assert not (tmp_path / "all" / eppo).exists()
 
 
-def test_the_item_4_launcher_carries_the_eppo_runs_scalars_with_the_paper_length_launchers_outputs(tmp_path):
+def test_the_v03_paper_length_launcher_carries_the_eppo_runs_scalars_with_the_paper_length_launchers_outputs(tmp_path):
     """docs/studies/2026-11-29_paper_length_v0.3_defaults/launch.sh on a hand-made root (nothing trains): --collect and --stash do what
     docs/studies/2026-11-26_paper_length_v0.1_defaults/launch.sh does, plus the EPPO_ind runs' scalars of its three tags (PPO's none); a bad flag
     exits 2 with the usage before any scalars are touched."""
@@ -262,7 +265,8 @@ def test_the_kappa_grid_picks_the_highest_mean_aulc_once_every_line_has_finished
 
 
 def test_the_evidence_at_the_new_default_compares_each_line_with_its_one_flag_base(tmp_path, capsys):
-    """After item 4: clip-none at the new default against EPPO_ind+norm-reward (paired by seed) and PPO+norm-reward."""
+    """After the paper-length runs at v0.3's default: clip-none at the new default against EPPO_ind+norm-reward
+    (paired by seed) and PPO+norm-reward."""
     write_config(tmp_path, "EPPO_ind+norm-reward", {1001: 1000, 1002: 1100, 1003: 900})
     write_config(tmp_path, "EPPO_ind+norm-reward+clip-none", {1001: 1100, 1002: 1150, 1003: 1100})
     write_config(tmp_path, "PPO+norm-reward", {1001: 1200, 1002: 1000, 1003: 1000})
@@ -325,8 +329,9 @@ def test_the_committed_tables_are_what_the_readme_commands_print_from_the_commit
 @pytest.mark.parametrize("setting, name", [("paralysis/Ant/back-one", "ant"),
                                            ("paralysis/HalfCheetah/back-one", "halfcheetah")])
 def test_the_committed_paper_length_tables_are_what_its_readme_commands_print(setting, name, tmp_path, capsys):
-    """Item 4's tables (compare.py, new = this study's outputs, old = issue 29's) and its swamping table are
-    recomputable: the README's commands on the committed outputs print them exactly."""
+    """docs/studies/2026-11-29_paper_length_v0.3_defaults's tables (compare.py, new = that study's outputs, old =
+    v0.2's, docs/studies/2026-11-27_paper_length_v0.2_defaults) and its swamping table are recomputable: the README's
+    commands on the committed outputs print them exactly."""
     assert compare.main([setting, "--new", os.path.join(PAPER_LENGTH, "outputs"), "--old",
                          os.path.join(REPO_ROOT, "docs", "studies", "2026-11-27_paper_length_v0.2_defaults", "outputs"),
                          "--plot", str(tmp_path / f"{name}.png")]) == 0

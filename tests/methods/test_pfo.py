@@ -1,5 +1,7 @@
-"""Tests for pfo_continuous.py: PFO's feature trust region (Moalla et al., 2024) and the script."""
+"""Tests for pfo_continuous.py: PFO's feature trust region (Moalla et al., 2024), the script, and its batch and loss
+against the independent reference of tests/reference_math.py."""
 
+import copy
 import dataclasses
 import math
 
@@ -9,6 +11,7 @@ import torch
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 import pfo_continuous as pfo
+import reference_math as ref
 from tiny_run import TINY_EVALUATION_STEPS, read_csv, run_script
 
 OBS_DIM, ACTION_DIM, HIDDEN = 5, 2, 16
@@ -103,7 +106,7 @@ def test_penalty_and_gradient_are_finite_for_extreme_features():
 
 @pytest.mark.parametrize("value", [-1.0, float("nan"), float("inf")])
 def test_bad_feature_coef_is_rejected_naming_the_flag(value):
-    # the script turns this ValueError into exit code 2 (tests/test_all_scripts.py checks that path)
+    # the script turns this ValueError into exit code 2 (tests/plumbing/test_all_scripts.py checks that path)
     with pytest.raises(ValueError, match="--feature-coef"):
         pfo.validate_args(dataclasses.replace(pfo.Args(), feature_coef=value))
 
@@ -136,3 +139,47 @@ def test_without_the_penalty_pfo_is_ppo(tmp_path):
         with (open(tmp_path / "pfo" / f"seed{seed}" / "evaluations.csv") as a,
               open(tmp_path / "ppo" / f"seed{seed}" / "evaluations.csv") as b):
             assert a.read() == b.read()
+
+
+# ---- Against the independent reference (tests/reference_math.py): PFO's batch and loss ----
+#
+# The rollout policy's pre-activation features in the batch, and the actor's loss = the clipped surrogate (written
+# case by case) - ent_coef x entropy + feature_coef x mean over samples of the mean over units of (phi - phi_old)^2.
+
+
+def test_pfo_batch_features_and_actor_loss_with_its_feature_penalty():
+    run = ref.make_run(pfo, feature_coef=3.0)
+    rollout = ref.hand_built_rollout()
+    batch = pfo.compute_advantages(run, rollout, run.args)
+    old_actor = copy.deepcopy(run.agent.actor)
+    for k in range(2):
+        reference = ref.reference_ppo_batch(run, rollout, k)
+        ref.close(batch["advantages"][k], ref.normalized(reference["advantages"]))
+        ref.close(batch["returns"][k], reference["returns"])
+        ref.close(batch["old_log_probs"][k], reference["old_log_probs"])
+        # the features the penalty keeps close: the rollout policy's last LayerNorm output, before the ReLU
+        features = ref.np_network(old_actor, k, rollout.obs[k].double().numpy())["preactivation"]
+        assert (features < 0).any()
+        ref.close(batch["old_features"][k], features)
+
+    ref.perturb(run.agent.actor, 11, 0.01)
+    ref.perturb(run.agent.actor.trunk, 13, 0.2)  # the features move more than the (small-gain) mean head shows
+    mb, index = ref.minibatch(pfo, batch)
+    losses, stats = pfo.ppo_loss(run.agent, mb, run.args)
+    for k in range(2):
+        obs, actions = rollout.obs[k, index[k]].double().numpy(), rollout.actions[k, index[k]].double().numpy()
+        reference = ref.reference_ppo_batch(run, rollout, k)
+        new_log_probs = ref.np_log_prob(run.agent.actor, k, obs, actions)
+        old_log_probs = ref.np_log_prob(old_actor, k, obs, actions)
+        ref.assert_both_clip_cases(new_log_probs, old_log_probs, run.args.clip_coef)
+        surrogate = ref.reference_surrogate(new_log_probs, old_log_probs,
+                                            ref.normalized(reference["advantages"])[index[k]], run.args.clip_coef)
+        moved = (ref.np_network(run.agent.actor, k, obs)["preactivation"]
+                 - ref.np_network(old_actor, k, obs)["preactivation"])
+        penalty = np.mean([np.mean(row**2) for row in moved])  # per sample over units, then over the minibatch
+        assert run.args.feature_coef * penalty > 0.1  # the term is far above the tolerance
+        ref.close(stats["feature_distance"][k], penalty)
+        ref.close(losses["actor"][k], surrogate - run.args.ent_coef * ref.np_entropy(run.agent.actor, k)
+                  + run.args.feature_coef * penalty)
+        values = ref.np_network(run.agent.critic, k, obs)["head"][:, 0]
+        ref.close(losses["critic"][k], np.mean((values - reference["returns"][index[k]]) ** 2))

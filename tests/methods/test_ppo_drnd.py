@@ -1,9 +1,12 @@
 """Tests of ppo_drnd_continuous.py: the DRND bonus, networks and predictor loss, and a tiny run's DRND state.
 
 The end-to-end properties shared by every script (evaluation protocol, reproducibility, preemption, bad input of
-the common flags) are in test_all_scripts.py; here only what DRND adds.
+the common flags) are in tests/plumbing/test_all_scripts.py; here only what DRND adds, and its batch and losses
+against the independent reference of tests/reference_math.py.
 """
 
+import copy
+import math
 import os
 import subprocess
 import sys
@@ -13,6 +16,7 @@ import pytest
 import torch
 
 import ppo_drnd_continuous as drnd
+import reference_math as ref
 from tiny_run import REPO_ROOT, TINY_EVALUATION_STEPS, load_checkpoint_file, read_csv, run_script
 
 SCRIPT = "ppo_drnd_continuous.py"
@@ -243,3 +247,173 @@ def test_two_seed_run_logs_drnd_per_seed_and_resumes_its_state_bit_identically(t
         assert f"seed{seed} from global_step 384" in result.stdout
         assert (straight / f"seed{seed}" / "evaluations.csv").read_text() == evaluations[seed]
         assert_same_drnd_state(final[seed], load_checkpoint_file(straight / f"seed{seed}" / "checkpoint.pt"))
+
+
+# ---- Against the independent reference (tests/reference_math.py): the bonus, its scaling, the non-episodic
+# intrinsic GAE and the mix ----
+#
+# The bonus of every (s_t, clipped a_t) standardized by statistics pooled over everything seen, the forward filter of
+# bonus sums continued from the previous rollout, the intrinsic reward b_t / std(all sums), the non-episodic intrinsic
+# GAE (docs/baselines.md: no termination zeroes V_int(s_{t+1}); an episode end bootstraps from V_int of the final
+# observation and stops the recursion), the policy's ext_coef A_ext + int_coef A_int (raw and normalized), both
+# heads' returns and squared errors, and the predictor's subset and target draws.
+
+
+DRND_ARGS = dict(num_targets=3, drnd_alpha=0.7, int_gamma=0.9, ext_coef=2.0, int_coef=0.5)
+
+
+def pooled(prior_count, prior_mean, prior_var, samples):
+    """Count, mean and variance of a prior (count, mean, var) pooled with samples (N, ...): the first two moments of
+    the union, directly (not the running update)."""
+    count = prior_count + len(samples)
+    mean = (prior_count * prior_mean + samples.sum(0)) / count
+    second_moment = (prior_count * (prior_var + prior_mean**2) + (samples**2).sum(0)) / count
+    return count, mean, second_moment - mean**2
+
+
+def np_targets(targets, k: int, x: np.ndarray) -> np.ndarray:
+    """Seed k's frozen targets on x (samples, in): (samples, targets, features), from the stored weights."""
+    outputs = []
+    for i in range(targets.weight_0.shape[1]):
+        h = x
+        for layer in range(targets.num_layers):
+            h = h @ getattr(targets, f"weight_{layer}")[k, i].double().numpy() + \
+                getattr(targets, f"bias_{layer}")[k, i, 0].double().numpy()
+            h = np.maximum(h, 0.0) if layer < targets.num_layers - 1 else h
+        outputs.append(h)
+    return np.stack(outputs, axis=1)
+
+
+def reference_drnd_bonus(predicted, target_features, alpha) -> np.ndarray:
+    """b = alpha sum_d (f - mu)^2 + (1 - alpha) mean_d sqrt(clip(|f^2 - mu^2| / (B2 - mu^2), 1e-3, 1)), per sample."""
+    bonus = []
+    for f, c in zip(predicted, target_features):
+        mu, second_moment = c.mean(0), (c**2).mean(0)
+        ratio = np.abs(f**2 - mu**2) / (second_moment - mu**2 + 1e-8)
+        bonus.append(alpha * ((f - mu) ** 2).sum() + (1 - alpha) * np.sqrt(np.clip(ratio, 1e-3, 1.0)).mean())
+    return np.array(bonus)
+
+
+def set_drnd_history(agent) -> dict:
+    """Statistics and bonus sums as earlier rollouts left them (narrow input statistics, so that some of this
+    rollout's standardized inputs reach the +-5 clip); returns a float64 copy for the reference."""
+    rng = np.random.default_rng(5)
+    agent.drnd_input_rms.mean = rng.normal(scale=0.3, size=agent.drnd_input_rms.mean.shape)
+    agent.drnd_input_rms.var = rng.uniform(0.01, 0.05, size=agent.drnd_input_rms.var.shape)
+    agent.drnd_input_rms.count = 1000.0
+    agent.int_return_rms.mean = np.array([[0.5], [1.5]])
+    agent.int_return_rms.var = np.array([[0.3], [0.05]])
+    agent.int_return_rms.count = 20.0
+    agent.int_discounted_sum = np.array([[0.7, 1.3], [2.0, 0.1]])
+    return copy.deepcopy({"input": agent.drnd_input_rms.state_dict(), "return": agent.int_return_rms.state_dict(),
+                          "sums": agent.int_discounted_sum})
+
+
+def reference_drnd_batch(run, rollout, history, k: int) -> dict:
+    """Seed k's DRND batch as docs/baselines.md ("Baseline PPO_DRND") describes it, step by step in float64."""
+    args, agent, data = run.args, run.agent, ref.seed_data(rollout, k)
+    inputs = np.concatenate([data["obs"], np.clip(data["actions"], -1.0, 1.0)], axis=1)
+    _, mean, var = pooled(history["input"]["count"], history["input"]["mean"][k, 0], history["input"]["var"][k, 0],
+                          inputs)
+    standardized = (inputs - mean) / np.sqrt(var + 1e-8)
+    assert (np.abs(standardized) > 5).any()  # the clip is exercised
+    standardized = np.clip(standardized, -5.0, 5.0)
+    predicted = ref.np_outputs(agent.predictor, k, standardized)[-1]
+    bonus = reference_drnd_bonus(predicted, np_targets(agent.targets, k, standardized), args.drnd_alpha)
+    bonus = bonus.reshape(ref.T, ref.ENVS)
+    # RND's forward filter per env, continued from the previous rollout's sums, never reset at an episode end
+    sums = np.zeros((ref.T, ref.ENVS))
+    for env in range(ref.ENVS):
+        running = history["sums"][k, env]
+        for t in range(ref.T):
+            running = args.int_gamma * running + bonus[t, env]
+            sums[t, env] = running
+    _, _, sums_var = pooled(history["return"]["count"], history["return"]["mean"][k, 0], history["return"]["var"][k, 0],
+                            sums.ravel())
+    int_rewards = bonus / math.sqrt(sums_var + 1e-8)
+    critic = {name: ref.np_network(agent.critic, k, data[name]) for name in ("obs", "next_obs")}
+    int_values = critic["obs"]["head_int"][:, 0].reshape(ref.T, ref.ENVS)
+    next_int_values = critic["next_obs"]["head_int"][:, 0].reshape(ref.T, ref.ENVS)
+    # the intrinsic return is non-episodic: no termination zeroes V_int(s_{t+1}); an episode end bootstraps from
+    # V_int(final observation) and the recursion stops there (the next buffer entry is another episode)
+    int_advantages = np.zeros((ref.T, ref.ENVS))
+    for env in range(ref.ENVS):
+        later = 0.0
+        for t in reversed(range(ref.T)):
+            if data["dones"][t, env]:
+                later = 0.0
+            delta = int_rewards[t, env] + args.int_gamma * next_int_values[t, env] - int_values[t, env]
+            later = delta + args.int_gamma * args.gae_lambda * later
+            int_advantages[t, env] = later
+    ppo = ref.reference_ppo_batch(run, rollout, k)
+    return {**ppo, "bonus": bonus, "sums": sums, "sums_var": sums_var, "int_rewards": int_rewards,
+            "int_values": int_values.ravel(), "next_int_values": next_int_values, "int_advantages": int_advantages.ravel(),
+            "int_returns": (int_advantages + int_values).ravel(), "standardized": standardized, "predicted": predicted,
+            "policy_advantages": args.ext_coef * ppo["advantages"] + args.int_coef * int_advantages.ravel()}
+
+
+@pytest.mark.parametrize("norm_adv", [False, True])
+def test_drnd_batch_intrinsic_rewards_non_episodic_returns_and_mixed_advantages(norm_adv):
+    run = ref.make_run(drnd, norm_adv=norm_adv, **DRND_ARGS)
+    history = set_drnd_history(run.agent)
+    rollout = ref.hand_built_rollout()
+    batch = drnd.compute_advantages(run, rollout, run.args)
+    for k in range(2):
+        reference = reference_drnd_batch(run, rollout, history, k)
+        ref.close(batch["bonus"][k], reference["bonus"], rtol=1e-4)
+        ref.close(batch["int_rewards"][k], reference["int_rewards"], rtol=1e-4)
+        ref.close(run.agent.int_discounted_sum[k], reference["sums"][-1], rtol=1e-4)  # carried to the next rollout
+        ref.close(run.agent.int_return_rms.var[k, 0], reference["sums_var"], rtol=1e-4)
+        ref.close(batch["int_values"][k], reference["int_values"])
+        ref.close(batch["int_returns"][k], reference["int_returns"], rtol=1e-4)
+        ref.close(batch["returns"][k], reference["returns"])
+        ref.close(batch["values"][k], reference["values"])
+        # an episodic intrinsic return would drop gamma_int V_int(final observation) at each termination: visible here
+        terminal = ref.TERMINATIONS[k] == 1
+        assert terminal.any() and (np.abs(run.args.int_gamma * reference["next_int_values"][terminal]) > 1e-3).all()
+        expected = reference["policy_advantages"]
+        ref.close(batch["advantages"][k], ref.normalized(expected) if norm_adv else expected, rtol=1e-4)
+        # the intrinsic part is not negligible beside the extrinsic one
+        assert np.abs(run.args.int_coef * reference["int_advantages"]).max() > 0.05
+
+
+def test_drnd_losses_of_both_value_heads_the_mixed_policy_advantage_and_the_predictor():
+    run = ref.make_run(drnd, **DRND_ARGS)
+    history = set_drnd_history(run.agent)
+    rollout = ref.hand_built_rollout()
+    batch = drnd.compute_advantages(run, rollout, run.args)
+    references = [reference_drnd_batch(run, rollout, history, k) for k in range(2)]
+    old_actor = copy.deepcopy(run.agent.actor)
+    ref.perturb(run.agent.actor, 11, 0.01)
+    ref.perturb(run.agent.critic, 12, 0.3)
+    mb, index = ref.minibatch(drnd, batch)
+    losses, stats = drnd.ppo_loss(run.agent, mb, run.args)
+    generator_states = [generator.get_state() for generator in run.generators]
+    predictor_loss = drnd.predictor_loss(run, mb, run.args)
+    for k, reference in enumerate(references):
+        rows = index[k]
+        obs, actions = rollout.obs[k, rows].double().numpy(), rollout.actions[k, rows].double().numpy()
+        new_log_probs = ref.np_log_prob(run.agent.actor, k, obs, actions)
+        old_log_probs = ref.np_log_prob(old_actor, k, obs, actions)
+        ref.assert_both_clip_cases(new_log_probs, old_log_probs, run.args.clip_coef)
+        surrogate = ref.reference_surrogate(new_log_probs, old_log_probs,
+                                            ref.normalized(reference["policy_advantages"])[rows], run.args.clip_coef)
+        ref.close(losses["actor"][k], surrogate - run.args.ent_coef * ref.np_entropy(run.agent.actor, k), rtol=1e-4)
+        heads = ref.np_network(run.agent.critic, k, obs)
+        ext_loss = np.mean((heads["head"][:, 0] - reference["returns"][rows]) ** 2)
+        int_loss = np.mean((heads["head_int"][:, 0] - reference["int_returns"][rows]) ** 2)
+        assert int_loss > 0.01
+        ref.close(stats["value_loss_ext"][k], ext_loss, rtol=1e-4)
+        ref.close(stats["value_loss_int"][k], int_loss, rtol=1e-4)
+        ref.close(losses["critic"][k], ext_loss + int_loss, rtol=1e-4)
+        # the predictor: the first round(0.25 x 6) = 2 samples of the seed's minibatch, each regressed onto one target
+        # drawn from the seed's own generator
+        size = round(run.args.drnd_update_proportion * len(rows))
+        draw = torch.Generator()
+        draw.set_state(generator_states[k])
+        chosen = torch.randint(run.args.num_targets, (size,), generator=draw).numpy()
+        standardized = reference["standardized"][rows[:size]]
+        predicted = ref.np_outputs(run.agent.predictor, k, standardized)[-1]
+        targets = np_targets(run.agent.targets, k, standardized)
+        ref.close(predictor_loss[k],
+                  np.mean([np.mean((p - c[i]) ** 2) for p, c, i in zip(predicted, targets, chosen)]), rtol=1e-4)

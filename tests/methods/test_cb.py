@@ -1,4 +1,5 @@
-"""Tests for cb_continuous.py: continual backpropagation's generate-and-test (Dohare et al., 2024) and the script."""
+"""Tests for cb_continuous.py: continual backpropagation's generate-and-test (Dohare et al., 2024), the script, and its
+batch, losses and update against the independent reference of tests/reference_math.py."""
 
 import copy
 import dataclasses
@@ -10,9 +11,13 @@ import torch
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 import cb_continuous as cb
+import reference_math as ref
 from cb_continuous import Actor, Critic, GenerateAndTest, SeedwiseAdam, contribution_utility
 from tiny_run import TINY_EVALUATION_STEPS, load_checkpoint_file, read_csv, run_script
 
+# The flags that make CB replace units inside the tiny runs: the shared end-to-end tests (SIGTERM + resume, seed
+# independence, the golden outputs of two seeds) run this script with them (tiny_run.method_event_flags).
+EVENT_FLAGS = ["--maturity-threshold", "2", "--replacement-rate", "0.05"]
 OBS_DIM, ACTION_DIM, HIDDEN = 5, 2, 8
 
 
@@ -329,7 +334,7 @@ def test_tiny_run_writes_evaluations_and_replacement_logs(replacing_run, seed):
                                           ("maturity_threshold", -1), ("utility_decay", 1.0),
                                           ("weight_decay", -1e-4), ("weight_decay", float("inf"))])
 def test_bad_cb_flags_are_rejected_naming_the_flag(field, value):
-    # the script turns this ValueError into exit code 2 (tests/test_all_scripts.py checks that path)
+    # the script turns this ValueError into exit code 2 (tests/plumbing/test_all_scripts.py checks that path)
     with pytest.raises(ValueError, match="--" + field.replace("_", "-")):
         cb.validate_args(dataclasses.replace(cb.Args(), **{field: value}))
 
@@ -396,3 +401,51 @@ def test_the_values_before_per_setting_defaults_are_one_set_of_flags_away(tmp_pa
     assert "maturity threshold 10000 (the paper's for paralysis/HalfCheetah, Appendix B)" in runs["default"].stdout
     replaced = {name: sum(scalars(tmp_path / f"run_{name}", "cb/replaced_units")) for name in ("flags", "default")}
     assert replaced["flags"] > 0 and replaced["default"] == 0, replaced
+
+
+# ---- Against the independent reference (tests/reference_math.py): the template's terms as CB assembles them, then
+# one whole update with CB's L2 term inside Adam and the contribution utilities of the minibatch's pre-step
+# activations ----
+
+
+def test_template_advantages_and_losses_equal_the_reference():
+    """The template's advantages, returns and losses as cb_continuous.py's compute_advantages and ppo_loss assemble
+    them (reference_math.assert_template_advantages_and_losses), and the hidden outputs CB hands to generate-and-test:
+    those of this minibatch."""
+    run, rollout, index, activations = ref.assert_template_advantages_and_losses(cb)
+    (actor_activations, critic_activations), = activations
+    for k in range(2):
+        obs = rollout.obs[k, index[k]].double().numpy()
+        for network, got in ((run.agent.actor, actor_activations), (run.agent.critic, critic_activations)):
+            for layer, expected in zip(got, ref.np_network(network, k, obs)["hidden"], strict=True):
+                ref.close(layer[k], expected)
+
+
+def test_cb_update_takes_l2_inside_adam_and_scores_units_by_the_minibatchs_contributions():
+    """Weight decay 0.5 (so that the L2 term decides the step's sign on many entries), no replacement: every
+    parameter ends at Adam's first step on gradient + 0.5 theta, and each hidden unit's utility is the contribution
+    of this minibatch: mean |h_j| over its samples (pre-step activations) x mean |W_out[:, j]| (the stepped weights)."""
+    weight_decay, decay = 0.5, 0.9
+    run, before, generator_states, pre_step, _ = ref.one_update(cb, weight_decay=weight_decay, utility_decay=decay,
+                                                                replacement_rate=0.0)
+    for name in ("actor", "critic"):
+        network = getattr(run.agent, name)
+        stepped, _ = ref.reference_first_adam_step(network, before[name], run.args.learning_rate, weight_decay)
+        without_decay, _ = ref.reference_first_adam_step(network, before[name], run.args.learning_rate)
+        flipped = sum(int((np.sign(stepped[p] - before[name][p]) != np.sign(without_decay[p] - before[name][p])).sum())
+                      for p in stepped)
+        assert flipped > 10  # the L2 term changes the step, so the check below sees it
+        for p, value in ref.parameters(network).items():
+            ref.close(value, stepped[p], rtol=1e-6, atol=1e-7)
+        gnt = getattr(run.agent, f"{name}_generate_and_test")
+        for k in range(2):
+            obs, _ = ref.minibatch_obs(run, generator_states, k)
+            hidden = ref.np_network(getattr(pre_step, name), k, obs)["hidden"]
+            outgoing = [layer for layer in network.trunk if type(layer).__name__ == "StackedLinear"][1:]
+            outgoing.append(network.mean_head if name == "actor" else network.head)
+            for layer, (activation, out_layer) in enumerate(zip(hidden, outgoing, strict=True)):
+                contribution = np.abs(activation).mean(0) * np.abs(ref.weights(out_layer, k, "weight")).mean(0)
+                assert gnt.ages[layer][k].tolist() == [1] * ref.HIDDEN
+                # after one step the bias-corrected average is the step's contribution itself
+                ref.close(gnt.utilities[layer][k], (1 - decay) * contribution, rtol=1e-5, atol=1e-8)
+                ref.close(gnt.bias_corrected_utilities(layer, k), contribution, rtol=1e-5, atol=1e-8)

@@ -1,8 +1,10 @@
-"""Tests for ppo_snp_continuous.py: Shrink & Perturb (Ash & Adams, 2020) on PPO. The shared end-to-end tests
-(tests/test_all_scripts.py: resume, seed independence, non-finite steps, bad input) run on it too, with
-tiny_run.METHOD_EVENT_FLAGS making its events visible (lambda 0.9, sigma 0.1 every 2 steps)."""
+"""Tests for ppo_snp_continuous.py: Shrink & Perturb (Ash & Adams, 2020) on PPO, its closed form, the script, and its
+update against the independent reference of tests/reference_math.py. The shared end-to-end tests
+(tests/plumbing/test_all_scripts.py: resume, seed independence, non-finite steps, bad input) run on it too, with
+EVENT_FLAGS below making its events visible (lambda 0.9, sigma 0.1 every 2 steps)."""
 
 import dataclasses
+import math
 import os
 import subprocess
 import sys
@@ -14,8 +16,12 @@ import torch
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 import ppo_snp_continuous as snp
-from tiny_run import METHOD_EVENT_FLAGS, REPO_ROOT, TINY_EVALUATION_STEPS, read_csv, run_script
+import reference_math as ref
+from tiny_run import REPO_ROOT, TINY_EVALUATION_STEPS, read_csv, run_script
 
+# The flags that make SnP shrink and perturb (lambda 0.9, sigma 0.1 every 2 steps) inside the tiny runs: the shared end-to-end tests (SIGTERM + resume, seed
+# independence, the golden outputs of two seeds) run this script with them (tiny_run.method_event_flags).
+EVENT_FLAGS = ["--snp-frequency", "2", "--snp-shrink", "0.9", "--snp-perturb", "0.1"]
 OBS_DIM, ACTION_DIM, HIDDEN = 5, 2, 16
 SCRIPT = "ppo_snp_continuous.py"
 
@@ -76,7 +82,7 @@ def test_each_seed_shrinks_and_perturbs_on_its_own_step_count():
 @pytest.fixture(scope="module")
 def snp_run(tmp_path_factory):
     run_dir = tmp_path_factory.mktemp("snp") / "seed{seed}"
-    result = run_script(SCRIPT, run_dir, "--num-seeds", "2", *METHOD_EVENT_FLAGS[SCRIPT])
+    result = run_script(SCRIPT, run_dir, "--num-seeds", "2", *EVENT_FLAGS)
     assert result.returncode == 0, result.stderr[-3000:]
     return run_dir
 
@@ -108,3 +114,39 @@ def test_help_lists_the_snp_flags_and_importing_has_no_side_effects():
                             text=True, timeout=120)
     assert result.returncode == 0 and all(f in result.stdout for f in ("--snp-frequency", "--snp-shrink", "--snp-perturb"))
     assert snp.method_name(snp.Args()) == "PPO_SnP"
+
+
+# ---- Against the independent reference (tests/reference_math.py): the template's terms as SnP assembles them, then
+# one whole update followed by theta <- lambda theta_stepped + sigma theta_fresh ----
+
+
+def test_template_advantages_and_losses_equal_the_reference():
+    """The template's advantages, returns and losses as ppo_snp_continuous.py's compute_advantages and ppo_loss
+    assemble them (reference_math.assert_template_advantages_and_losses)."""
+    ref.assert_template_advantages_and_losses(snp)
+
+
+def test_snp_update_shrinks_the_stepped_weights_and_adds_the_scaled_fresh_draw():
+    """--snp-frequency 1, lambda 0.8, sigma 0.3: after the one Adam step, every linear layer of both networks of both
+    seeds is 0.8 x its stepped weights + 0.3 x a fresh draw of its initializer (orthogonal, gain sqrt(2) hidden,
+    --policy-head-gain for the policy head, 1 for the value head; bias 0) from the seed's generator after its
+    minibatch permutation, the actor's layers first; LayerNorm and log std keep the step."""
+    shrink, perturb_scale = 0.8, 0.3
+    run, before, generator_states, _, outputs = ref.one_update(snp, snp_frequency=1, snp_shrink=shrink,
+                                                               snp_perturb=perturb_scale)
+    draws = [ref.minibatch_obs(run, generator_states, k)[1] for k in range(2)]
+    for name in ("actor", "critic"):
+        network = getattr(run.agent, name)
+        expected, _ = ref.reference_first_adam_step(network, before[name], run.args.learning_rate)
+        linear_names = [f"trunk.{i}" for i, m in enumerate(network.trunk) if type(m).__name__ == "StackedLinear"]
+        linear_names.append("mean_head" if name == "actor" else "head")
+        gains = [math.sqrt(2)] * (len(linear_names) - 1) + [run.args.policy_head_gain if name == "actor" else 1.0]
+        for k, draw in enumerate(draws):
+            for layer, gain in zip(linear_names, gains):
+                fresh = torch.nn.init.orthogonal_(torch.empty(expected[f"{layer}.weight"].shape[1:]), gain,
+                                                  generator=draw).double().numpy()
+                expected[f"{layer}.weight"][k] = shrink * expected[f"{layer}.weight"][k] + perturb_scale * fresh
+                expected[f"{layer}.bias"][k] = shrink * expected[f"{layer}.bias"][k]
+        for p_name, p in network.named_parameters():
+            ref.close(p, expected[p_name], rtol=1e-6, atol=1e-7)
+        assert outputs["snp_events"][name].tolist() == [1, 1]

@@ -212,7 +212,7 @@ def test_grid_search_selects_kappa_by_mean_aulc(tmp_path, fake_scripts):
 
 
 def test_cb_runs_carry_no_maturity_or_replacement_flags_so_the_script_takes_the_papers_per_setting():
-    """cb_continuous.py picks the paper's values per setting itself (tests/test_cb.py): the run list adds none."""
+    """cb_continuous.py picks the paper's values per setting itself (tests/methods/test_cb.py): the run list adds none."""
     settings = [runlist.Setting("slippery", "HalfCheetah", "increasing"), runlist.Setting("paralysis", "HalfCheetah", "back-one"),
                 runlist.Setting("paralysis", "Ant", "back-one")]  # fmt: skip
     runs = runlist.build_runs(["CB"], settings, [1], "root")

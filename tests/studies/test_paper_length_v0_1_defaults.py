@@ -1,4 +1,7 @@
-"""docs/studies/2026-11-26_paper_length_v0.1_defaults/analyze.py (issue 23's tables) on synthetic run directories with known answers."""
+"""The study "the paper's length: PPO against EPPO_ind at v0.1's defaults", docs/studies/2026-11-26_paper_length_v0.1_defaults/:
+analyze.py's tables, final_episodes.py, anchor.py, resume_store.py and launch.sh on synthetic run directories with known
+answers; and compare.py of its rerun at v0.2's defaults, docs/studies/2026-11-27_paper_length_v0.2_defaults/, with both
+studies' committed tables held to their README's commands."""
 
 import importlib.util
 import json
@@ -253,7 +256,8 @@ def test_the_new_default_beside_the_old(tmp_path, capsys):
 @pytest.mark.parametrize("setting, tables", [("paralysis/Ant/back-one", "ant_tables.md"),
                                              ("paralysis/HalfCheetah/back-one", "halfcheetah_tables.md")])
 def test_the_committed_new_default_tables_are_what_compare_prints_from_the_committed_outputs(setting, tables, capsys):
-    """Issue 30's tables are recomputable: compare.py on the committed outputs of both defaults prints them exactly."""
+    """docs/studies/2026-11-27_paper_length_v0.2_defaults's tables are recomputable: compare.py on the committed
+    outputs of both defaults prints them exactly."""
     assert compare.main([setting]) == 0
     with open(os.path.join(REPO_ROOT, "docs", "studies", "2026-11-27_paper_length_v0.2_defaults", tables)) as f:
         assert capsys.readouterr().out == f.read()

@@ -1,5 +1,5 @@
-"""docs/studies/2026-12-01_paper_length_all_seven_methods/analyze.py (the paper's seven methods at its length) on hand-made runs with known
-answers, and its committed tables held to the README's commands."""
+"""The study "the paper's seven methods at its length", docs/studies/2026-12-01_paper_length_all_seven_methods/:
+analyze.py on hand-made runs with known answers, and its committed tables held to the README's commands."""
 
 import importlib.util
 import json

@@ -1,8 +1,11 @@
-"""Tests for eppo_continuous.py: evidential losses, probabilistic GAE, UCB, evidential critic, CLI and tiny runs.
+"""Tests for eppo_continuous.py: evidential losses, probabilistic GAE, UCB, evidential critic, CLI and tiny runs, and
+the phase functions (advantages, targets, losses, one update step) against the independent reference of
+tests/reference_math.py.
 
 The properties every algorithm script shares (evaluation protocol, same seed -> same evaluations.csv, resume,
 preemption, a seed's independence of the seeds trained beside it) are tested for eppo_continuous.py (default variant
-ind) in test_all_scripts.py. The networks hold K stacked seeds: inputs and outputs have a leading seed axis.
+ind) in tests/plumbing/test_all_scripts.py. The networks hold K stacked seeds: inputs and outputs have a leading seed
+axis.
 """
 
 import dataclasses
@@ -17,7 +20,9 @@ import torch
 import torch.nn.functional as F
 from scipy import stats
 
+import eppo_continuous
 import ppo_continuous
+import reference_math
 from eppo_continuous import (
     EVIDENCE_FLOOR,
     EXP_INPUT_MAX,
@@ -625,10 +630,10 @@ def test_prior_mode_init_starts_the_evidence_at_the_hyperpriors_modes(transform)
 
 
 def test_every_script_has_the_same_reward_normalization_switch():
-    """--norm-reward/--no-norm-reward, on by default (issue 46), in every script: training_reward on a stream of rewards
-    with terminations equals gymnasium's NormalizeReward (its own RunningMeanStd as the reference: the discounted
-    return restarts on termination, the reward is divided by its running std, then clipped); without the flag the
-    reward is returned as it is and the statistics are still updated."""
+    """--norm-reward/--no-norm-reward, on by default since v0.3 (2026-11-29), in every script: training_reward on a
+    stream of rewards with terminations equals gymnasium's NormalizeReward (its own RunningMeanStd as the reference:
+    the discounted return restarts on termination, the reward is divided by its running std, then clipped); without
+    the flag the reward is returned as it is and the statistics are still updated."""
     import importlib
     from types import SimpleNamespace
 
@@ -671,7 +676,7 @@ def _first_update(tags, tag):
 
 
 def test_tiny_run_of_the_mse_control_and_without_reward_normalization(tmp_path):
-    # std 1 (the exploration noise before issue 29): HalfCheetah's discounted return then spreads far beyond 1
+    # std 1 (v0.1's exploration noise, before 2026-11-27): HalfCheetah's discounted return then spreads far beyond 1
     control = ["--variant", "mean", "--kappa", "0", "--critic-loss", "mse", "--log-std-init", "0"]
     tags = {}
     for name, extra in (("norm", []), ("raw", ["--no-norm-reward"])):
@@ -720,7 +725,7 @@ def test_method_name_marks_every_departure_from_the_defaults():
     assert len(names) == 4
 
 
-# ---- Issue 46: the diagnostics that tell the critic's mechanisms apart ----
+# ---- The diagnostics that tell the critic's mechanisms apart (docs/studies/2026-11-29_eppo_ind_gap_on_ant) ----
 
 
 def _near_termination_brute_force(terminations, dones, window):
@@ -786,7 +791,8 @@ def test_advantage_max_z_is_the_largest_normalized_advantage_and_one_outlier_rea
     np.testing.assert_allclose(diagnostics[1, 15].item(), 127 / math.sqrt(128), rtol=1e-9)
 
 
-# ---- Issue 46: the readings of the critic, as flags (each defaulting to today's behaviour) ----
+# ---- The readings of the critic, as flags, each defaulting to today's behaviour
+# (docs/studies/2026-11-29_eppo_ind_gap_on_ant) ----
 
 
 def test_algorithm1_hyperprior_is_its_printed_line_against_scipy():
@@ -892,3 +898,48 @@ def test_ppo_loss_uses_the_chosen_hyperprior_terms_and_critic_loss():
         expected = evidential_critic_loss(mb["returns"], omega, nu, alpha, beta, loss_name, 0.01, terms)[0]
         torch.testing.assert_close(losses["critic"], expected)
     assert eppo.method_name(args) == "EPPO_ind+nll-mse-omega+hp-algorithm1"
+
+
+# ---- The phase functions against the independent reference (tests/reference_math.py) ----
+
+# Each flag that changes EPPO's math, two seeds each, one or two envs per seed.
+EPPO_CASES = {"ind": dict(num_envs=2, variant="ind", kappa=0.7),
+              "cor-entropy-summed-prior": dict(num_envs=1, variant="cor", kappa=0.7, ent_coef=0.05, xi=0.3,
+                                               hyperprior_reduction="sum"),
+              "mean-prior-once": dict(num_envs=2, variant="mean", kappa=0.0, hyperprior_reduction="once"),
+              "ind-no-ucb-in-returns-mse": dict(num_envs=2, variant="ind", kappa=0.7, ucb_in_returns=False,
+                                                critic_loss="mse"),
+              "cor-raw-advantages-joint": dict(num_envs=2, variant="cor", kappa=1.5, norm_adv=False,
+                                               joint_optimizer=True)}
+REFERENCE_CASES = [pytest.param(changes, id=f"eppo-{name}") for name, changes in EPPO_CASES.items()]
+
+
+@pytest.mark.parametrize("changes", REFERENCE_CASES)
+def test_batch_advantages_and_targets_equal_the_reference(changes):
+    """compute_advantages: the UCB advantages before and after normalization, the targets (with or without the
+    bonus), the values and the old log-probabilities, each seed's its own
+    (reference_math.assert_batch_equals_the_reference)."""
+    reference_math.assert_batch_equals_the_reference(eppo_continuous, changes)
+
+
+@pytest.mark.parametrize("changes", REFERENCE_CASES)
+def test_losses_equal_the_reference(changes):
+    """ppo_loss on the batch, with both networks moved since the rollout: the actor's loss, the critic's Student-t
+    NLL and hyperprior terms, and the logged terms (reference_math.assert_losses_equal_the_reference)."""
+    reference_math.assert_losses_equal_the_reference(eppo_continuous, changes)
+
+
+@pytest.mark.parametrize("changes", REFERENCE_CASES)
+def test_one_update_step_follows_the_reference_gradients(changes):
+    """update with one minibatch: every parameter's gradient is the reference loss's, clipped per seed at
+    --max-grad-norm, and the step is Adam's first
+    (reference_math.assert_update_step_follows_the_reference_gradients)."""
+    reference_math.assert_update_step_follows_the_reference_gradients(eppo_continuous, changes)
+
+
+@pytest.mark.parametrize("changes", REFERENCE_CASES[:1])
+def test_truncation_bootstraps_from_the_final_state_and_termination_does_not(changes):
+    """Moving the final state of a truncated episode moves the advantages before it; moving a terminal state moves
+    nothing, neither its value nor its variance
+    (reference_math.assert_truncation_bootstraps_and_termination_does_not)."""
+    reference_math.assert_truncation_bootstraps_and_termination_does_not(eppo_continuous, changes)

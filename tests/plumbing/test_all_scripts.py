@@ -18,14 +18,14 @@ import pytest
 import torch
 
 import golden_outputs
-from tiny_run import (METHOD_EVENT_FLAGS, MID_ROLLOUT_EVALUATION_STEPS, MID_ROLLOUT_FLAGS, MID_ROLLOUT_STEPS_PER_TASK,
-                      REPO_ROOT, TINY_EVALUATION_STEPS, TINY_FLAGS, assert_same_run_state, cannot_run, directory_bytes,
-                      first_difference, load_checkpoint_file, read_csv, run_patched, run_script,
+from tiny_run import (MID_ROLLOUT_EVALUATION_STEPS, MID_ROLLOUT_FLAGS, MID_ROLLOUT_STEPS_PER_TASK, REPO_ROOT,
+                      TINY_EVALUATION_STEPS, TINY_FLAGS, assert_same_run_state, cannot_run, directory_bytes,
+                      first_difference, load_checkpoint_file, method_event_flags, read_csv, run_patched, run_script,
                       run_signalled_at_task_change, run_until_checkpoint_then_stop, start_script, two_seed_flags,
                       wait_for)
 
 # as scripts.sync_plumbing, not with scripts/ on sys.path: there scripts/coverage.py would shadow the `coverage`
-# package that numba (imported by umap in tests/test_coverage.py) probes for
+# package that numba (imported by umap in tests/tools/test_coverage.py) probes for
 from scripts import sync_plumbing  # noqa: E402
 
 
@@ -98,7 +98,7 @@ def expected_outputs(script: str, num_seeds: int) -> dict:
 
 def test_a_golden_comparison_that_cannot_run_fails_in_ci(monkeypatch):
     """Without a reference for this machine the golden comparison skips with the reason, and fails with it when
-    the CI environment variable is set (tests/test_ci_guards.py)."""
+    the CI environment variable is set (tests/harness/test_ci_guards.py)."""
     def unavailable(script, num_seeds, commit=None):
         raise golden_outputs.GoldenUnavailable("the reference commit is not in this clone's history")
 
@@ -132,9 +132,9 @@ def test_outputs_equal_the_golden_outputs_of_one_seed(finished_run):
     for script in SCRIPTS if script in golden_outputs.golden_scripts(commit=commit)],
     ids=lambda value: "flags" if isinstance(value, tuple) else value if value.endswith(".py") else value[:10])
 def test_the_previous_defaults_are_one_set_of_flags_away(commit, flags, script, tmp_path):
-    """Each earlier set of defaults, given as flags (golden_outputs.EARLIER_DEFAULTS: those before issue 29, and
-    --no-norm-reward for those before issue 46), reproduces the tiny run of the last commit whose defaults they were
-    bit for bit, so an old result can be rerun whatever the defaults are now."""
+    """Each earlier set of defaults, given as flags (golden_outputs.EARLIER_DEFAULTS: v0.1's, before 2026-11-27, and
+    --no-norm-reward for v0.2's, before 2026-11-29; CHANGELOG.md), reproduces the tiny run of the last commit whose
+    defaults they were bit for bit, so an old result can be rerun whatever the defaults are now."""
     try:
         expected = golden_outputs.expected_fingerprints(script, 1, commit=commit)
     except golden_outputs.GoldenUnavailable as reason:
@@ -381,9 +381,10 @@ def test_bad_input_is_rejected_with_a_message_naming_the_choices(flags, expected
     assert not (tmp_path / "run" / "evaluations.csv").exists()
 
 
-# Every reading of issue 29's flags at once but the defaults: no contact forces, tanh, LayerNorm without gain and
-# shift, nn.Linear's initialization, a fixed std of exp(-0.5), normalized observations and rewards (off by default
-# since issue 29), one clip over both networks.
+# Every reading of the network and policy flags (v0.2, 2026-11-27: docs/studies/2026-11-27_why_ppo_does_not_walk_on_ant)
+# at once but the defaults: no contact forces, tanh, LayerNorm without gain and shift, nn.Linear's initialization, a
+# fixed std of exp(-0.5), normalized observations and rewards (both off by default in v0.2, rewards normalized again
+# since v0.3), one clip over both networks.
 POLICY_FLAGS = ("--env-id", "Ant-v5", "--no-include-cfrc-ext-in-observation",
                 "--activation", "tanh", "--layer-norm", "plain", "--init", "torch", "--log-std-init", "-0.5",
                 "--no-learn-log-std", "--norm-obs", "--norm-reward", "--hidden-dim", "16", "--joint-optimizer",
@@ -412,7 +413,7 @@ def test_network_and_policy_flags_run_end_to_end(script, tmp_path):
     (MID_ROLLOUT_FLAGS) change and end inside rollouts of 128: the evaluations and plasticity rows are those of the
     paper's protocol, the one at the task change taken mid-rollout, and the run stops exactly at 320."""
     flags = POLICY_FLAGS
-    if script == "ppo_redo_continuous.py":  # ReDo's dormancy rule is ReLU's (test_redo.py: tanh exits 2)
+    if script == "ppo_redo_continuous.py":  # ReDo's dormancy rule is ReLU's (test_ppo_redo.py: tanh exits 2)
         flags = tuple("relu" if flag == "tanh" else flag for flag in POLICY_FLAGS)
     result = run_script(script, tmp_path / "run", *flags, *MID_ROLLOUT_FLAGS)
     assert result.returncode == 0, result.stderr[-3000:]
@@ -604,7 +605,7 @@ def test_nonfinite_gradients_are_skipped_and_counted(script, tmp_path):
 
 
 # A stand-in method whose actor loss calls Tensor.norm() once per actor parameter (an L2-Init-like penalty of weight
-# 0, so the training is PPO's; issue 47: the injection once counted torch.linalg.vector_norm's calls, which
+# 0, so the training is PPO's; until 2026-11-29 the injection counted torch.linalg.vector_norm's calls, which
 # Tensor.norm() makes too). At exit it says how many minibatches' losses had the penalty.
 NORM_PENALTY_PATCH = """
 import atexit, sys
@@ -648,7 +649,7 @@ def test_persistent_nonfinite_gradients_stop_with_a_checkpoint(script, tmp_path)
     """Every script's update ends by its one return when a seed has skipped --max-nonfinite-skips steps in a row
     (minibatches yields no more), and the run stops (exit 3) with a checkpoint of the last finite state."""
     result = run_with_nonfinite_gradients(script, tmp_path / "run", 10**9, "--max-nonfinite-skips", "5",
-                                          *METHOD_EVENT_FLAGS.get(script, []))
+                                          *method_event_flags(script))
     assert result.returncode == 3, result.stderr[-3000:]
     assert "5 consecutive minibatch steps had a non-finite" in result.stderr
     assert not (tmp_path / "run" / "summary.json").exists()
@@ -656,7 +657,7 @@ def test_persistent_nonfinite_gradients_stop_with_a_checkpoint(script, tmp_path)
     # A run that ends before its first update saves the initial networks of the same seed: every step was
     # skipped, so the stopped run's networks must be exactly those (the last finite state).
     untrained = run_script(script, tmp_path / "untrained", "--num-tasks", "1", "--steps-per-task", "128",
-                           *METHOD_EVENT_FLAGS.get(script, []))
+                           *method_event_flags(script))
     assert untrained.returncode == 0, untrained.stderr[-2000:]
     initial = load_checkpoint_file(tmp_path / "untrained" / "checkpoint.pt")
     for network in ("actor", "critic"):
