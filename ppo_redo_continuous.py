@@ -19,6 +19,7 @@ import contextlib
 import copy
 import csv
 import dataclasses
+import functools
 import io
 import itertools
 import json
@@ -560,21 +561,11 @@ def dormant_percent(seed_masks: list) -> float:
 
 # ==== The plumbing: from this line to the end, every *_continuous.py is byte-identical (a test checks it) ====
 # Seeds stacked in one process, the per-seed optimizer, observation normalization, environment stepping and
-# evaluation, checkpoint and resume, CSV and TensorBoard output, the command line and its errors.
-# The contract with the method above (checked at start: a method that breaks it gets a clear error, exit 2):
-#   - the method defines METHOD_FUNCTIONS: method_name, run_tag, validate_method, make_agent, rollout_policy,
-#     evaluation_action, training_reward, compute_advantages, update, log_update, set_learning_rate, main;
-#   - its Args has METHOD_ARGS, the only method fields read here: num_steps (rollout length), minibatch_size
-#     (minibatches), max_grad_norm and joint_optimizer (optimizer_step), normalization_clip and norm_obs
-#     (observation normalization), hidden_dim, activation, layer_norm and init (mlp_trunk, layer_init);
-#   - make_agent's Agent has AGENT_FIELDS: actor and critic (stacked over seeds, with hidden_activations(x) for
-#     the plasticity metrics) and critic_optimizer (plasticity/critic_max_abs_grad); optimizer_step steps
-#     agent.{name}_optimizer for each loss name.
-# What the method calls here (each name's contract and section: the top of docs/reading-guide.md): the layers and
-# the optimizer (mlp_trunk, StackedLinear, StackedLayerNorm, layer_init, SeedwiseAdam, RunningMeanStd, Agent), the
-# per-seed views (initial_parameters, single_seed_network, SeedwiseAdam.seed_views, hidden_layers, fresh_draw),
-# the batch (time_major, flat, minibatches, Minibatch), the step (optimizer_step, record, update_means,
-# updated_seeds) and the run (parse_args, start_run, iterating, collect_rollout, end_iteration, finish_run).
+# evaluation, checkpoint and resume, CSV and TensorBoard output, the command line and its errors. The contract with
+# the method above (docs/reading-guide.md lists what the method may call here; the tests check every script against
+# it): the method defines METHOD_FUNCTIONS; its Args has METHOD_ARGS, the only method fields read here; its Agent
+# (make_agent) has AGENT_FIELDS (actor and critic stacked over seeds, with hidden_activations(x) for the plasticity
+# metrics; critic_optimizer), and agent.{name}_optimizer for each loss name that optimizer_step steps.
 
 METHOD_FUNCTIONS = ("method_name", "run_tag", "validate_method", "make_agent", "rollout_policy", "evaluation_action",
                     "training_reward", "compute_advantages", "update", "log_update", "set_learning_rate", "main")
@@ -584,26 +575,21 @@ AGENT_FIELDS = ("actor", "critic", "critic_optimizer")
 EXIT_INVALID_CONFIG = 2
 EXIT_NONFINITE = 3
 EXIT_PREEMPTED = 75
-# A file of the run could not be written (a full disk, a quota, an I/O error): sysexits.h's EX_IOERR. Not requeued
-# by the sweeps, as 75 is: the same command resumes once space is freed.
-EXIT_DISK_FULL = 74
+EXIT_DISK_FULL = 74  # a file of the run could not be written (sysexits.h's EX_IOERR): not requeued, as 75 is
 # The generation of defaults this code runs (CHANGELOG.md; v0.4: 2026-12-01, commit 71aed13), recorded in config.json
 # next to the commit. It moves when a default that changes results moves, not with every commit.
 RELEASE = "v0.4"
-CHECKPOINT_FORMAT = 4  # 2: every per-seed tensor has a leading seed axis of length 1; 3: BatchedEnv's env states;
 # 4: tensors and plain Python values only, so torch.load(weights_only=True) reads it without running code
-# Args that may change between a run and its resumption without changing the experiment (a seed's results do
-# not depend on the other seeds trained beside it, so the group it runs in may change too); trust_checkpoint: a
-# flag of v0.1-v0.4 (full unpickling of format 3), gone, so that a run directory it wrote still resumes.
+CHECKPOINT_FORMAT = 4
+# Args that may change between a run and its resumption without changing the experiment (a seed's results do not
+# depend on the seeds trained beside it); trust_checkpoint: a flag of v0.1-v0.4, gone, kept so its runs resume.
 RESUME_IGNORED_ARGS = ("overwrite", "cuda", "track", "wandb_project_name", "wandb_entity", "max_nonfinite_skips",
                        "num_seeds", "run_dir", "env_threads", "trust_checkpoint")
-# From this many seeds per process up, the default (`--cuda` not given explicitly) trains on CUDA when it is
-# available: below it one CPU core is faster (docs/batched-seeds.md has the measurements).
+# From this many seeds per process up, the default trains on CUDA when it is available: below it one CPU core is
+# faster (docs/batched-seeds.md)
 CUDA_MIN_SEEDS = 8
-# Without a terminal (output to a file) the progress bar is off: every evaluation line says where the run is, and
-# a line says it at least this often when evaluations are further apart.
+# Without a terminal the progress bar is off: evaluation lines carry the progress, and a line at least this often
 PROGRESS_NOTE_SECONDS = 300
-# The CSV logs of a run directory and their columns.
 CSV_LOGS = {"evaluations.csv": ["global_step", "task", "episodes", "return_mean", "return_std", "return_min",
                                 "return_max"],
             "plasticity.csv": ["global_step", "task", "network", "effective_rank", "stable_rank", "dormant_percent"]}
@@ -902,32 +888,34 @@ class RunningMeanStd:
         self.mean, self.var, self.count = state["mean"].copy(), state["var"].copy(), state["count"]
 
 
+def map_leaves(fn, *trees):
+    """``fn`` applied leaf by leaf to trees of one structure (dicts and lists nest, anything else is a leaf)."""
+    if isinstance(trees[0], dict):
+        return {key: map_leaves(fn, *(tree[key] for tree in trees)) for key in trees[0]}
+    if isinstance(trees[0], list):
+        return [map_leaves(fn, *(tree[i] for tree in trees)) for i in range(len(trees[0]))]
+    return fn(*trees)
+
+
 def seed_slice(state, seed_index: int):
-    """Seed ``seed_index``'s part of a stacked state: every tensor or array with a seed axis first keeps that
-    axis, with length 1; other leaves (counts, step numbers, hyperparameters) are shared by all seeds."""
-    if isinstance(state, dict):
-        return {key: seed_slice(value, seed_index) for key, value in state.items()}
-    if isinstance(state, list):
-        return [seed_slice(value, seed_index) for value in state]
-    if isinstance(state, torch.Tensor) and state.ndim > 0:
-        return state[seed_index : seed_index + 1].clone()
-    if isinstance(state, np.ndarray) and state.ndim > 0:
-        return state[seed_index : seed_index + 1].copy()
-    return state
+    """Seed ``seed_index``'s part of a stacked state: every tensor or array with a seed axis first keeps that axis,
+    with length 1; other leaves (counts, step numbers, hyperparameters) are shared by all seeds."""
+    def part(x, k=slice(seed_index, seed_index + 1)):
+        if not isinstance(x, (torch.Tensor, np.ndarray)) or x.ndim == 0:
+            return x
+        return x[k].clone() if isinstance(x, torch.Tensor) else x[k].copy()
+
+    return map_leaves(part, state)
 
 
 def stack_seeds(states: list):
     """The inverse of ``seed_slice``: one stacked state from the per-seed states, in the given order."""
-    first = states[0]
-    if isinstance(first, dict):
-        return {key: stack_seeds([state[key] for state in states]) for key in first}
-    if isinstance(first, list):
-        return [stack_seeds([state[i] for state in states]) for i in range(len(first))]
-    if isinstance(first, torch.Tensor) and first.ndim > 0:
-        return torch.cat(states)
-    if isinstance(first, np.ndarray) and first.ndim > 0:
-        return np.concatenate(states)
-    return first
+    def stacked(first, *rest):
+        if not isinstance(first, (torch.Tensor, np.ndarray)) or first.ndim == 0:
+            return first
+        return torch.cat([first, *rest]) if isinstance(first, torch.Tensor) else np.concatenate([first, *rest])
+
+    return map_leaves(stacked, *states)
 
 
 # ---- The run state ----
@@ -1448,20 +1436,15 @@ FAILED_WRITE_ERRNOS = ("ENOSPC", "EDQUOT", "EFBIG", "EIO")
 
 def failed_write(error: BaseException) -> Optional[OSError]:
     """The OSError of a write that failed, when ``error`` is one or was raised while unwinding from one, else None.
-
-    A real full disk makes a writer's own error replace the OSError: torch.save's zip writer, whose ``__exit__``
-    finishes the archive even when a write inside it failed, raises RuntimeError ("[enforce fail at
-    inline_container.cc] unexpected pos ...": the archive is shorter than it counted), the OSError kept as its
-    ``__context__``. Such an error counts when an OSError of FAILED_WRITE_ERRNOS is in its chain (``__cause__`` or
-    ``__context__``); any other RuntimeError is not a failed write (None: it is raised as it is)."""
+    A real full disk can make a writer's own error replace the OSError: torch.save's zip writer finishes the archive
+    in its ``__exit__`` and raises RuntimeError ("unexpected pos ..."), the OSError as its ``__context__``. Such a
+    RuntimeError counts when an OSError of FAILED_WRITE_ERRNOS is in its chain; any other is raised as it is."""
     import errno
 
     if isinstance(error, OSError):
         return error
-    if not isinstance(error, RuntimeError):
-        return None
     failed = {getattr(errno, name) for name in FAILED_WRITE_ERRNOS if hasattr(errno, name)}
-    seen, cause = set(), error.__cause__ or error.__context__
+    cause, seen = (error.__cause__ or error.__context__ if isinstance(error, RuntimeError) else None), set()
     while cause is not None and id(cause) not in seen:
         if isinstance(cause, OSError) and cause.errno in failed:
             return cause
@@ -1471,10 +1454,9 @@ def failed_write(error: BaseException) -> Optional[OSError]:
 
 
 def stop_on_failed_write(path: str, error: OSError) -> None:
-    """A file of the run could not be written (a full disk, a quota, an I/O error): one line naming it, the free space
-    left on its disk and the command that resumes, then exit EXIT_DISK_FULL. Nothing logged before is lost: a
-    checkpoint, states.npz, config.json or summary.json replaces its previous version only once whole
-    (atomic_write_bytes), and a CSV row is appended whole or not at all (CsvLog)."""
+    """One line naming the file that could not be written, its disk's free space and the command that resumes, then
+    exit EXIT_DISK_FULL. Nothing logged before is lost: a file is replaced only once whole (atomic_write_bytes), and
+    a CSV row is appended whole or not at all (CsvLog)."""
     import shlex
 
     try:
@@ -1489,44 +1471,37 @@ def stop_on_failed_write(path: str, error: OSError) -> None:
 
 @contextlib.contextmanager
 def writing(path: str):
-    """Stop the run with one line (stop_on_failed_write) when writing ``path`` inside this context fails (failed_write:
-    an OSError, or a writer's error raised while unwinding from one)."""
+    """A write of ``path`` inside this context that fails (failed_write) stops the run in one line."""
     try:
         yield
     except (OSError, RuntimeError) as error:
-        cause = failed_write(error)
-        if cause is None:
+        if failed_write(error) is None:
             raise
-        stop_on_failed_write(path, cause)
+        stop_on_failed_write(path, failed_write(error))
 
 
 def atomic_write_bytes(path: str, write_fn, name: Optional[str] = None) -> None:
-    """Write a file through a temporary file, fsync and rename, so a crash never leaves it half-written. A write
-    that fails (a full disk: an OSError, or the error torch.save's writer raises while unwinding from one, see
-    failed_write) removes the temporary file, leaves ``path`` as it was and stops the run with one line naming
-    ``name`` (default ``path``): stop_on_failed_write. Any other error (or an interrupt) removes the temporary file
-    too and is raised as it is."""
+    """Write a file through a temporary file, fsync and rename, so that it is never half-written. Whatever fails, the
+    temporary file is removed and ``path`` left as it was; a failed write stops the run in one line naming ``name``
+    (default ``path``), any other error is raised as it is."""
     tmp_path = f"{path}.tmp"
-    try:
-        with open(tmp_path, "wb") as f:
-            write_fn(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp_path, path)
-    except BaseException as error:
-        with contextlib.suppress(OSError):
-            os.remove(tmp_path)
-        cause = failed_write(error)
-        if cause is None:
+    with writing(name or path):
+        try:
+            with open(tmp_path, "wb") as f:
+                write_fn(f)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp_path, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.remove(tmp_path)
             raise
-        stop_on_failed_write(name or path, cause)
 
 
 def quiet_failed_writes_in_writer_threads() -> None:
-    """TensorBoard writes its events from a thread of its own: a write that fails there (failed_write: a full disk)
-    ends that thread, and the writer raises the error again in the main thread at its next point or flush, where it
-    stops the run with one line (writing, or the OSError handler at the end). threading's report of it (a traceback
-    of the writer thread) is left out; any other error of any thread is reported as before."""
+    """TensorBoard writes from a thread of its own, and raises a failed write there again in the main thread (at its
+    next point or flush), where it stops the run in one line: threading's traceback of the writer thread is left
+    out. Any other error of any thread is reported as before."""
     import threading
 
     if getattr(threading.excepthook, "quiet_failed_writes", False):
@@ -1534,8 +1509,8 @@ def quiet_failed_writes_in_writer_threads() -> None:
     report = threading.excepthook
 
     def excepthook(hook_args) -> None:
-        writer_thread = type(hook_args.thread).__module__.startswith("tensorboard.")
-        if not (writer_thread and failed_write(hook_args.exc_value) is not None):
+        if not (type(hook_args.thread).__module__.startswith("tensorboard.")
+                and failed_write(hook_args.exc_value) is not None):
             report(hook_args)
 
     excepthook.quiet_failed_writes = True
@@ -1543,8 +1518,8 @@ def quiet_failed_writes_in_writer_threads() -> None:
 
 
 def arrays_as_tensors(state, places: list, path: tuple = ()):
-    """``state`` with every numpy array replaced by a tensor (torch.from_numpy: the same dtype, shape and bits),
-    the path of each appended to ``places``: what the checkpoint file holds is then tensors and plain values only."""
+    """``state`` with every numpy array replaced by a tensor of the same dtype, shape and bits, the path of each
+    appended to ``places``: the checkpoint file then holds tensors and plain values only."""
     if isinstance(state, dict):
         return {key: arrays_as_tensors(value, places, (*path, key)) for key, value in state.items()}
     if isinstance(state, list):
@@ -1556,12 +1531,12 @@ def arrays_as_tensors(state, places: list, path: tuple = ()):
 
 
 def save_checkpoint(run_dir: str, state: dict) -> None:
-    """Atomically write checkpoint.pt, keeping the previous one as checkpoint.prev.pt until the new one is whole.
-    Its numpy arrays are stored as tensors, their paths under "numpy_arrays" (read_checkpoint turns them back)."""
+    """Write checkpoint.pt whole before anything moves, then keep the previous one as checkpoint.prev.pt. Its numpy
+    arrays are stored as tensors, their paths under "numpy_arrays" (read_checkpoint turns them back)."""
     path = os.path.join(run_dir, "checkpoint.pt")
     places = []
     saved = {**arrays_as_tensors(state, places), "numpy_arrays": places}
-    atomic_write_bytes(f"{path}.new", lambda f: torch.save(saved, f), name=path)  # whole on disk before anything moves
+    atomic_write_bytes(f"{path}.new", lambda f: torch.save(saved, f), name=path)
     with writing(path):
         if os.path.exists(path):
             os.replace(path, os.path.join(run_dir, "checkpoint.prev.pt"))
@@ -1569,9 +1544,8 @@ def save_checkpoint(run_dir: str, state: dict) -> None:
 
 
 def read_checkpoint(path: str) -> tuple:
-    """(state, None) for a checkpoint this script can resume from, else (None, why not). The file is read with
-    torch.load(weights_only=True), which unpickles tensors and plain values only, so a crafted file cannot run
-    code."""
+    """(state, None) for a checkpoint this script can resume from, else (None, why not). torch.load(weights_only=True)
+    unpickles tensors and plain values only, so a crafted file cannot run code."""
     import pickle
 
     try:
@@ -1584,21 +1558,17 @@ def read_checkpoint(path: str) -> tuple:
     if not isinstance(state, dict) or state.get("format") != CHECKPOINT_FORMAT:
         found = state.get("format") if isinstance(state, dict) else type(state).__name__
         return None, f"it has checkpoint format {found}, this script reads {CHECKPOINT_FORMAT}"
-    for place in state.pop("numpy_arrays", []):  # back to the numpy arrays save_checkpoint stored as tensors
-        *parents, last = place
-        container = state
-        for key in parents:
-            container = container[key]
+    for *parents, last in state.pop("numpy_arrays", []):  # back to the arrays save_checkpoint stored as tensors
+        container = functools.reduce(lambda node, key: node[key], parents, state)
         container[last] = container[last].numpy()
     return state, None
 
 
 def group_checkpoints(run_dirs: list) -> tuple:
     """(one checkpoint per seed, all at the newest step every seed holds, or None for a fresh start; [(path, why
-    not)] of the files that cannot be resumed from, of the seeds that hold no readable one). A seed's files are
-    checkpoint.pt and checkpoint.prev.pt: the seeds write theirs one after another, so a crash in between leaves
-    them a step apart; an unreadable file beside a readable one (truncated, another format, or refused as unsafe)
-    is skipped with a warning."""
+    not)] of the seeds that hold no readable checkpoint). A seed has checkpoint.pt and checkpoint.prev.pt: the seeds
+    write theirs one after another, so a crash in between leaves them a step apart; an unreadable file beside a
+    readable one is skipped with a warning."""
     by_step, stranded = [], []
     for run_dir in run_dirs:
         states, problems = {}, []
@@ -1618,10 +1588,9 @@ def group_checkpoints(run_dirs: list) -> tuple:
 
 
 def write_checkpoint(run: Run) -> None:
-    """Each seed's own checkpoint.pt in its run directory, in the format of a one-seed run, after its TensorBoard
-    points and its states.npz (--save-states): both on disk when the checkpoint is, so that a run stopped between
-    them (a crash, a full disk) loses none of them. A resume purges the points and drops the states saved after its
-    checkpoint's step (a states.npz ahead of checkpoint.pt is cut back to it), never ones before it."""
+    """Each seed's checkpoint.pt, in the format of a one-seed run, after its TensorBoard points and its states.npz
+    (--save-states), so that a run stopped in between loses none of them: a resume purges the points and drops the
+    states logged after its checkpoint's step, never ones before it."""
     for k, seed in enumerate(run.seeds):
         with writing(os.path.join(run.run_dirs[seed], "events.out.tfevents.*")):
             run.writers[k].flush()
@@ -1634,11 +1603,10 @@ def write_checkpoint(run: Run) -> None:
 
 
 def csv_lines_to_keep(path: str, header: list, last_step: int) -> Optional[list]:
-    """The lines of a CSV log (its header first, as CsvLog wrote them) that a resume from ``last_step`` keeps: those
-    logged up to it. Rows logged after it are dropped (they are logged again, identically), and so is a torn last line
-    (no line end: what a crash or a full disk in the middle of an append leaves). None when the file does not exist;
-    ValueError naming the file and the line when the header, or a row's step and number of fields, is not what
-    CsvLog writes (a row torn by a crash, with the next one appended to it)."""
+    """The lines of a CSV log (header first) that a resume from ``last_step`` keeps, None when the file does not
+    exist. Rows logged after the step are dropped (they are logged again, identically), and so is a torn last line
+    (what a crash in the middle of an append leaves); ValueError naming the file and the line when the header, or a
+    kept row's step and number of fields, is not what CsvLog writes."""
     if not os.path.exists(path):
         return None
     with open(path, "rb") as f:
@@ -1649,7 +1617,7 @@ def csv_lines_to_keep(path: str, header: list, last_step: int) -> Optional[list]
     for number, line in enumerate(lines[1:], start=2):
         step = line.split(b",", 1)[0]
         if step.isdigit() and int(step) > last_step:
-            continue  # logged again, identically, whatever it holds
+            continue
         if not step.isdigit() or line.count(b",") != len(header) - 1:
             raise ValueError(f"{path}, line {number}: {line.decode('ascii', 'replace').strip()!r} is not a row of "
                              f"{len(header)} fields, a step number first")
@@ -1657,29 +1625,9 @@ def csv_lines_to_keep(path: str, header: list, last_step: int) -> Optional[list]
     return kept
 
 
-def truncate_csv(path: str, lines: list) -> None:
-    """Write back the ``lines`` of a CSV log that a resume keeps (csv_lines_to_keep), when they are not the whole
-    file: they are the lines CsvLog wrote, so a resumed file is byte for byte the file of a run that never stopped."""
-    kept = b"".join(lines)
-    with open(path, "rb") as f:
-        if f.read() == kept:
-            return
-    atomic_write_bytes(path, lambda f: f.write(kept))
-
-
-def last_logged_return(path: str) -> float:
-    """return_mean of the last row of an evaluations.csv (NaN when it has none)."""
-    if not os.path.exists(path):
-        return float("nan")
-    with open(path, newline="") as f:
-        rows = list(csv.DictReader(f))
-    return float(rows[-1]["return_mean"]) if rows else float("nan")
-
-
 class CsvLog:
     """Append-only CSV with a header; every row goes to the file at once, whole, so a crash never loses a logged row
-    and a failed write (a full disk) leaves none torn: the file is cut back to its last whole row and the run stops
-    (stop_on_failed_write)."""
+    and a failed write (a full disk) leaves none torn: the file is cut back to its last whole row and the run stops."""
 
     def __init__(self, path: str, header: list):
         self.path = path
@@ -1691,8 +1639,7 @@ class CsvLog:
     def write(self, row: list) -> None:
         line = io.StringIO()
         csv.writer(line).writerow(row)
-        data = line.getvalue().encode()
-        size = os.fstat(self.fd).st_size
+        data, size = line.getvalue().encode(), os.fstat(self.fd).st_size
         try:
             while data:
                 data = data[os.write(self.fd, data):]
@@ -1707,13 +1654,13 @@ class CsvLog:
 
 def run_metadata() -> dict:
     """The release (RELEASE), git commit and package versions for config.json."""
+    import mujoco
+
     try:
         commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=os.path.dirname(os.path.abspath(__file__)),
                                 capture_output=True, text=True, timeout=10).stdout.strip() or None
     except (OSError, subprocess.SubprocessError):
         commit = None
-    import mujoco
-
     return {"release": RELEASE, "git_commit": commit, "python": sys.version.split()[0], "torch": torch.__version__,
             "gymnasium": gym.__version__, "mujoco": mujoco.__version__, "numpy": np.__version__}
 
@@ -1748,40 +1695,51 @@ def lock_run_dir(run_dir: str) -> None:
     RUN_DIR_LOCKS[key] = lock
 
 
+def read_record(path: str, key: str, remedy: str) -> Optional[dict]:
+    """A run directory's config.json or summary.json (None when it does not exist); ValueError naming the file, what is
+    wrong and ``remedy`` when it cannot be read or holds no ``key``."""
+    if not os.path.exists(path):
+        return None
+    try:
+        with open(path) as f:
+            record = json.load(f)
+        if not isinstance(record, dict) or key not in record:
+            raise ValueError(f"it holds no {key}")
+    except (OSError, ValueError) as error:  # ValueError: JSON's and UTF-8's errors too
+        raise ValueError(f"{path} cannot be read: {str(error).splitlines()[0]}; the run directory is unchanged; "
+                         f"{remedy}") from None
+    return record
+
+
 def prepare_run_dir(args: Args, run_dir: str, config_args: dict) -> None:
-    """Create the run directory, take its lock (one writer; a directory that cannot be written fails here, before
-    any work), and refuse a foreign config. A disk that fills later stops the run in one line (stop_on_failed_write)."""
+    """Create the run directory and take its lock (one writer; a directory that cannot be written fails here, before
+    any work); refuse a run of another configuration, or with --overwrite delete its outputs."""
     try:
         os.makedirs(run_dir, exist_ok=True)
         lock_run_dir(run_dir)  # before anything is read or deleted: --overwrite never touches a directory in use
     except OSError as error:
         raise ValueError(f"--run-dir {run_dir} is not writable: {error}") from None
-    config_path = os.path.join(run_dir, "config.json")
-    if not os.path.exists(config_path):
-        return
     try:
-        with open(config_path) as f:
-            config = json.load(f)
-        previous = config.get("args") if isinstance(config, dict) else None
-        if not isinstance(previous, dict):
-            raise ValueError("it holds no flags (args)")
-    except (OSError, ValueError) as error:  # ValueError: JSON's and UTF-8's errors too
+        config = read_record(os.path.join(run_dir, "config.json"), "args", "repair the file, or pass --overwrite to "
+                             "delete this run's outputs and start again")
+    except ValueError:
         if not args.overwrite:
-            raise ValueError(f"{config_path} cannot be read: {str(error).splitlines()[0]}; the run directory is "
-                             "unchanged; repair the file, or pass --overwrite to delete this run's outputs and start "
-                             "again") from None
-        previous = None
-    differing = None if previous is None else sorted(k for k in set(previous) | set(config_args) if k not in
-                                                     RESUME_IGNORED_ARGS and previous.get(k) != config_args.get(k))
-    if differing == []:
+            raise
+        config = {"args": {}}  # unreadable: its outputs are deleted below, as those of another configuration
+    if config is None:
+        return
+    previous = config["args"]
+    differing = sorted(k for k in set(previous) | set(config_args)
+                       if k not in RESUME_IGNORED_ARGS and previous.get(k) != config_args.get(k))
+    if not differing:
         return
     if not args.overwrite:
         detail = ", ".join(f"{k}: {previous.get(k)!r} -> {config_args.get(k)!r}" for k in differing)
         raise ValueError(f"--run-dir {run_dir} holds a run with a different configuration ({detail}); "
                          "use another --run-dir or pass --overwrite to delete its outputs")
     for name in os.listdir(run_dir):
-        if name in ("config.json", "evaluations.csv", "plasticity.csv", "states.npz", "summary.json", "checkpoint.pt",
-                    "checkpoint.prev.pt", "wandb_id.txt") or name.startswith("events.out.tfevents"):
+        if name in ("config.json", *CSV_LOGS, "states.npz", "summary.json", "checkpoint.pt", "checkpoint.prev.pt",
+                    "wandb_id.txt") or name.startswith("events.out.tfevents"):
             os.remove(os.path.join(run_dir, name))
 
 
@@ -1815,29 +1773,19 @@ def choose_seeds(run: Run) -> None:
     run.run_dirs = {seed: (args.run_dir or os.path.join("runs", run.run_names[seed])).replace("{seed}", str(seed))
                     for seed in all_seeds}
     run.config_args = {seed: {**dataclasses.asdict(args), "seed": seed} for seed in all_seeds}
+    run.seeds = []
     try:
         for seed in all_seeds:
             prepare_run_dir(args, run.run_dirs[seed], run.config_args[seed])
+        remedy = "a run writes it when it has finished, after its final checkpoint: delete it to finish the run from "
+        for seed in all_seeds:
+            if read_record(os.path.join(run.run_dirs[seed], "summary.json"), "status", remedy + "its last checkpoint"):
+                print(f"{run.run_dirs[seed]} already holds a finished run (summary.json); nothing to do.")
+            else:
+                run.seeds.append(seed)
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         sys.exit(EXIT_INVALID_CONFIG)
-    run.seeds = []
-    for seed in all_seeds:
-        summary_path = os.path.join(run.run_dirs[seed], "summary.json")
-        if not os.path.exists(summary_path):
-            run.seeds.append(seed)
-            continue
-        try:
-            with open(summary_path) as f:
-                summary = json.load(f)
-            if not isinstance(summary, dict) or "status" not in summary:
-                raise ValueError("it holds no status")
-        except (OSError, ValueError) as error:  # ValueError: JSON's and UTF-8's errors too
-            print(f"error: {summary_path} cannot be read: {str(error).splitlines()[0]}; the run directory is "
-                  "unchanged; a run writes it when it has finished, after its final checkpoint: delete it to finish "
-                  "the run from its last checkpoint", file=sys.stderr)
-            sys.exit(EXIT_INVALID_CONFIG)
-        print(f"{run.run_dirs[seed]} already holds a finished run (summary.json); nothing to do.")
     if not run.seeds:
         sys.exit(0)
     run.schedule = nonstationary_envs.task_schedule(args.env_id, args.experiment, args.strategy)
@@ -1878,13 +1826,6 @@ def build(run: Run) -> None:
     run.action_low, run.action_high = run.env.single_action_space.low, run.env.single_action_space.high
 
     run.agent = make_agent(args, run.obs_dim, run.action_dim, run.generators, run.device)
-    missing = [name for name in AGENT_FIELDS if name not in vars(run.agent)]
-    missing += [f"{name}.hidden_activations" for name in ("actor", "critic")
-                if name in vars(run.agent) and not hasattr(getattr(run.agent, name), "hidden_activations")]
-    if missing:
-        print(f"error: make_agent's Agent lacks {', '.join(missing)}, which the plumbing uses (the contract in the "
-              "marker comment)", file=sys.stderr)
-        sys.exit(EXIT_INVALID_CONFIG)
     run.initial_state = {name: {key: parameter.detach().clone() for key, parameter in network.named_parameters()}
                          for name, network in vars(run.agent).items()
                          if isinstance(network, nn.Module) and list(network.parameters())}
@@ -1919,6 +1860,7 @@ def restore_or_reset(run: Run) -> bool:
         run.raw_obs = run.env.reset(None, [seed + i for seed in seeds for i in range(args.num_envs)]).reshape(
             len(seeds), args.num_envs, run.obs_dim)
         run.obs_rms.update(run.raw_obs)
+        run.last_eval_return = np.full(len(seeds), np.nan)  # the progress bar's last evaluation of each seed
     else:
         run.raw_obs = None
         run.load(checkpoints)
@@ -1945,9 +1887,13 @@ def restore_or_reset(run: Run) -> bool:
                     print(f"error: {states_path} cannot be read ({type(error).__name__}: {error}); the run directory "
                           "is unchanged; delete the file to resume without the states saved so far", file=sys.stderr)
                     sys.exit(EXIT_INVALID_CONFIG)
-        for path, lines in kept_lines.items():
-            if lines is not None:
-                truncate_csv(path, lines)
+        column = CSV_LOGS["evaluations.csv"].index("return_mean")  # the progress bar's: the last row logged
+        run.last_eval_return = np.array([float(rows[-1].split(b",")[column]) if rows and len(rows) > 1 else np.nan
+                                         for rows in (kept_lines[os.path.join(run.run_dirs[seed], "evaluations.csv")]
+                                                      for seed in seeds)])
+        for path, lines in kept_lines.items():  # the file of a run that never stopped, byte for byte
+            if lines is not None and len(kept := b"".join(lines)) != os.path.getsize(path):
+                atomic_write_bytes(path, lambda f, kept=kept: f.write(kept))
     run.env.set_task(None, run.task_index)
     return checkpoints is not None
 
@@ -1980,9 +1926,6 @@ def open_outputs(run: Run, resumed: bool) -> None:
                             for seed in seeds]
     run.plasticity_logs = [CsvLog(os.path.join(run.run_dirs[seed], "plasticity.csv"), CSV_LOGS["plasticity.csv"])
                            for seed in seeds]
-    # the last evaluation of each seed, shown on the progress bar (after a resume: the last row already logged)
-    run.last_eval_return = np.array([last_logged_return(os.path.join(run.run_dirs[seed], "evaluations.csv"))
-                                     for seed in seeds], dtype=float)
 
 
 def print_header(run: Run, notes: tuple, resumed: bool) -> None:
@@ -2048,9 +1991,8 @@ def wandb_run_id(run_dir: str) -> str:
     path = os.path.join(run_dir, "wandb_id.txt")
     if os.path.exists(path):
         with open(path) as f:
-            wandb_id = f.read().strip()
-        if wandb_id.isalnum():
-            return wandb_id
+            if (wandb_id := f.read().strip()).isalnum():
+                return wandb_id
     wandb_id = secrets.token_hex(4)  # 8 characters of [0-9a-f], within W&B's id alphabet
     atomic_write_bytes(path, lambda f: f.write(wandb_id.encode()))
     return wandb_id
@@ -2103,21 +2045,9 @@ def finish_run(run: Run) -> int:
 
 def validate_args(args: Args) -> None:
     """Reject a bad configuration up front, with a message that names the flag and the valid range (the shared
-    checks, then the method's own: validate_method)."""
-    from typing import get_args, get_origin
-
+    checks, then the method's own: validate_method; tyro has checked the choices of every Literal flag)."""
     nonstationary_envs.validate_setting(args.env_id, args.experiment, args.strategy, args.friction_mode)
-    for field in dataclasses.fields(Args):  # tyro checks a Literal flag's choices on the command line, this in Python
-        value, choices = getattr(args, field.name), get_args(field.type) if get_origin(field.type) is Literal else ()
-        if choices and value not in choices:
-            raise ValueError(f"--{field.name.replace('_', '-')} must be one of {', '.join(choices)}, got {value!r}")
     schedule_length = len(nonstationary_envs.task_schedule(args.env_id, args.experiment, args.strategy))
-    missing = [name for name in METHOD_FUNCTIONS if not callable(globals().get(name))]
-    fields = {field.name for field in dataclasses.fields(Args)}
-    missing += [f"Args.{name}" for name in METHOD_ARGS if name not in fields]
-    if missing:
-        raise ValueError(f"the method above the marker lacks {', '.join(missing)}, which the plumbing uses (the "
-                         "contract in the marker comment)")
     positive = ["steps_per_task", "num_steps", "num_envs", "minibatch_size", "eval_frequency", "eval_episodes",
                 "max_episode_steps", "max_nonfinite_skips", "save_states_every", "plasticity_states", "torch_threads",
                 "num_seeds"]
@@ -2127,11 +2057,9 @@ def validate_args(args: Args) -> None:
     if not 0 <= args.num_tasks <= schedule_length:
         raise ValueError(f"--num-tasks must be in [0, {schedule_length}] for {args.experiment}/{args.strategy} "
                          f"(0 = all {schedule_length} tasks), got {args.num_tasks}")
-    if args.env_threads < 0:
-        raise ValueError(f"--env-threads must be >= 0 (0 = the CPUs this process may use), got {args.env_threads}")
-    if args.checkpoint_frequency < 0:
-        raise ValueError("--checkpoint-frequency must be >= 0 (0 = only at task ends), got "
-                         f"{args.checkpoint_frequency}")
+    for name, zero in (("env_threads", "the CPUs this process may use"), ("checkpoint_frequency", "only at task ends")):
+        if getattr(args, name) < 0:
+            raise ValueError(f"--{name.replace('_', '-')} must be >= 0 (0 = {zero}), got {getattr(args, name)}")
     batch_size = args.num_steps * args.num_envs
     if batch_size % args.minibatch_size != 0:
         raise ValueError(f"--minibatch-size {args.minibatch_size} must divide num_steps * num_envs = {batch_size}")
@@ -2154,8 +2082,8 @@ def validate_args(args: Args) -> None:
 
 
 def parse_args(argv: list) -> Args:
-    """The command line as Args, validated: tyro's parser, a one-line error (exit 2) for an unknown flag or a
-    bad value, and a quiet exit when stdout closes early (`--help | head`), as command-line tools do."""
+    """The command line as Args, validated: tyro's parser, a one-line error (exit 2) for an unknown flag or a bad
+    value, and `--help | head` ends quietly (SIGPIPE's default, as command-line tools do)."""
     import tyro
     import tyro._strings
 
@@ -2163,17 +2091,13 @@ def parse_args(argv: list) -> Args:
     # continuation line always does, so --help broke a flag's text mid-phrase: one paragraph per blank-line block
     tyro._strings.remove_single_line_breaks = lambda text: "\n\n".join(" ".join(block.split())
                                                                        for block in re.split(r"\n\s*\n", text))
-    tyro_errors = io.StringIO()
+    tyro_errors, pipe_handler = io.StringIO(), signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     try:
-        try:
-            with contextlib.redirect_stderr(tyro_errors):
-                args = tyro.cli(Args, args=argv)
-        finally:
-            sys.stdout.flush()
-    except BrokenPipeError:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing more may reach the closed pipe
-        sys.exit(0)
+        with contextlib.redirect_stderr(tyro_errors):
+            args = tyro.cli(Args, args=argv)
+        sys.stdout.flush()
     except SystemExit as exit_status:
+        sys.stdout.flush()
         if exit_status.code in (0, None):
             raise
         # tyro's error is a box of several lines: keep its message, on one line
@@ -2181,6 +2105,7 @@ def parse_args(argv: list) -> Args:
         message = " ".join(itertools.takewhile(lambda line: not set(line) <= set("─"), lines))
         print(f"error: {' '.join(message.split())} (`--help` lists the flags)", file=sys.stderr)
         sys.exit(EXIT_INVALID_CONFIG)
+    signal.signal(signal.SIGPIPE, pipe_handler)
     try:
         validate_args(args)
     except ValueError as error:

@@ -292,7 +292,7 @@ def test_a_malformed_config_is_refused_unless_overwrite(tmp_path):
     run_dir.mkdir()
     config_args = {**ppo.dataclasses.asdict(ppo.Args()), "run_dir": str(run_dir)}
     for config, problem in [(b'{"args": {"seed": 1,', "cannot be read: Expecting"),
-                            (b'["seed"]', "cannot be read: it holds no flags")]:
+                            (b'["seed"]', "cannot be read: it holds no args")]:
         (run_dir / "config.json").write_bytes(config)
         (run_dir / "evaluations.csv").write_bytes(b"global_step\r\n0\r\n")
         (run_dir / "notes.txt").write_bytes(b"mine")
