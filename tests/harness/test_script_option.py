@@ -25,7 +25,7 @@ def test_script_option_keeps_the_scripts_own_and_shared_tests_and_the_every_scri
     shared = {i for i in ids if i.startswith(SHARED)}
     assert EVERY_SCRIPT <= shared  # what `-k redo` would drop
     # each kept shared test is parametrized with the script (its last parameter, as in [commit-flags-script])
-    assert {i for i in shared - EVERY_SCRIPT if not re.search(r"[[-]ppo_redo_continuous\.py\]$", i)} == set()
+    assert {i for i in shared - EVERY_SCRIPT if not re.search(r"[\[-]ppo_redo_continuous\.py\]$", i)} == set()
     assert SHARED + "test_two_seed_run_is_golden_resumes_bit_for_bit_and_each_seed_is_independent[ppo_redo_continuous.py]" in ids
     assert SHARED + "test_nonfinite_gradients_are_skipped_and_counted[ppo_redo_continuous.py]" in ids
     own = {i for i in ids if i.startswith("tests/methods/test_ppo_redo.py::")}

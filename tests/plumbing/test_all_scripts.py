@@ -733,9 +733,12 @@ def test_parse_errors_are_one_line_and_help_survives_a_closed_pipe(tmp_path):
 def test_every_script_gives_the_plumbing_the_same_method_signatures():
     """The contract of the marker comment, checked here once for every script (the plumbing does not check it at
     run time): every script defines the functions the plumbing and main call, with the template's parameters (a
-    method changes what they do, not how they are called), and its Args has the fields the plumbing reads."""
+    method changes what they do, not how they are called), its Args has the fields the plumbing reads and its Agent
+    the fields the plumbing uses."""
     import importlib
     import inspect
+
+    from reference_math import new_agent, tiny_args
 
     template = importlib.import_module("ppo_continuous")
     # main's phases and the hooks the plumbing calls are in the contract (whatever else it may come to hold)
@@ -747,6 +750,7 @@ def test_every_script_gives_the_plumbing_the_same_method_signatures():
             assert list(inspect.signature(getattr(module, name)).parameters) == \
                 list(inspect.signature(getattr(template, name)).parameters), (script, name)
         assert set(template.METHOD_ARGS) <= {field.name for field in dataclasses.fields(module.Args)}, script
+        assert set(template.AGENT_FIELDS) <= set(vars(new_agent(module, tiny_args(module, num_envs=1)))), script
 
 
 def help_fields(help_text: str) -> dict:
