@@ -1963,8 +1963,8 @@ def set_up_devices(run: Run, argv: list) -> None:
 
 
 def build(run: Run) -> None:
-    """The simulations, the method's agent (its contract checked: exit 2 naming what it lacks), and the run's own
-    per-seed state and counters at their initial values."""
+    """The simulations, the method's agent (make_agent), and the run's own per-seed state and counters at their
+    initial values."""
     args, num_seeds = run.args, len(run.seeds)
     # Simulations: seed k's training env i is simulation k * num_envs + i, reset first with seed + i; its evaluation
     # episode i is simulation k * eval_episodes + i of a second batch, reset with seed + 100 + i (paper, Appendix B)
