@@ -101,6 +101,15 @@ def run_patched(script: str, run_dir, patch: str, *extra_flags, timeout: float =
     return subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=timeout)
 
 
+def assert_refused_in_one_line(script: str, run_dir, flags: list, expected: str, env=None) -> None:
+    """Bad input: exit 2 with one line naming ``expected``, no traceback, and nothing run (no evaluations.csv)."""
+    result = run_script(script, run_dir, *flags, timeout=120, env=env)
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert expected in result.stderr and "Traceback" not in result.stderr and len(result.stderr.splitlines()) == 1, \
+        result.stderr[-2000:]
+    assert not os.path.exists(os.path.join(run_dir, "evaluations.csv"))
+
+
 def load_checkpoint_file(path) -> dict:
     """A checkpoint file as the scripts read it (read_checkpoint: torch.load with weights_only=True, the numpy
     arrays restored); an AssertionError naming the file when they would refuse it."""
