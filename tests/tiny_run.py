@@ -1,12 +1,15 @@
 """Shared helpers for end-to-end tests: run an algorithm script for a few hundred steps in a subprocess."""
 
 import ast
+import atexit
 import csv
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -70,6 +73,154 @@ MID_ROLLOUT_FLAGS = ("--steps-per-task", str(MID_ROLLOUT_STEPS_PER_TASK))
 MID_ROLLOUT_EVALUATION_STEPS = [(0, 0), (128, 0), (160, 0), (256, 1), (320, 1)]
 
 
+# The scripts' runs start in a preloaded interpreter (preloaded_python.py: torch, gymnasium, mujoco, ... imported
+# once per test process, a fork per run, ~0.1 s instead of ~3 s), unless a run's environment differs from the
+# server's in what those modules read at import (FRESH_ENVIRONMENT_PREFIXES), or TINY_RUN_FRESH=1 asks for a fresh
+# interpreter per run (tests/harness/test_tiny_run.py holds the two kinds of run to the same bytes).
+PRELOADED_MODULES = ("numpy", "torch", "torch.nn", "torch.nn.functional", "torch.optim", "torch.optim.adam",
+                     "gymnasium", "mujoco", "gymnasium.envs.mujoco.half_cheetah_v5", "gymnasium.envs.mujoco.ant_v5",
+                     "torch.utils.tensorboard", "tqdm", "tyro")
+FRESH_ENVIRONMENT_PREFIXES = ("PYTHON", "OMP_", "GOMP_", "KMP_", "MKL_", "OPENBLAS_", "LD_", "CUDA", "TORCH",
+                              "MUJOCO", "NUMPY", "TINY_RUN_FRESH")
+
+
+class PreloadedProcess:
+    """A child of the preloaded interpreter, with what the tests use of subprocess.Popen: args, pid, returncode,
+    stdout and stderr (text files, read as the child writes them), poll, wait, send_signal, kill, communicate."""
+
+    def __init__(self, server, args, pid, folder):
+        self.server, self.args, self.pid, self.folder, self.returncode = server, args, pid, folder, None
+        self.stdout = open(os.path.join(folder, "stdout"))
+        self.stderr = open(os.path.join(folder, "stderr"))
+
+    def poll(self):
+        self.server.read_replies(0)
+        self.returncode = self.server.exits.get(self.pid)
+        return self.returncode
+
+    def wait(self, timeout=None):
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.poll() is None:
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                raise subprocess.TimeoutExpired(self.args, timeout)
+            self.server.read_replies(left)
+        return self.returncode
+
+    def send_signal(self, signum):
+        if self.poll() is None:
+            os.kill(self.pid, signum)
+
+    def kill(self):
+        self.send_signal(signal.SIGKILL)
+
+    def communicate(self, timeout=None):
+        self.wait(timeout)
+        output = self.stdout.read(), self.stderr.read()
+        self.stdout.close(), self.stderr.close()
+        shutil.rmtree(self.folder, ignore_errors=True)
+        return output
+
+    def __del__(self):
+        self.stdout.close(), self.stderr.close()
+
+
+class PreloadedPython:
+    """The client of one preloaded_python.py server per test process (started at its first run)."""
+
+    def __init__(self):
+        self.folder = tempfile.mkdtemp(prefix="preloaded_python_")
+        self.environment = dict(os.environ)
+        with open(os.path.join(self.folder, "server.stderr"), "w+") as server_stderr:
+            self.process = subprocess.Popen([sys.executable, os.path.join(TESTS_DIR, "preloaded_python.py"),
+                                             ",".join(PRELOADED_MODULES)], cwd="/", stdin=subprocess.PIPE,
+                                            stdout=subprocess.PIPE, stderr=server_stderr, env=self.environment)
+            ready = self.process.stdout.readline()
+            server_stderr.seek(0)
+            said = server_stderr.read()
+        # Its imports must say nothing: a warning printed there would be missing from every child's stderr.
+        if ready != b"ready\n" or said:
+            raise RuntimeError(f"the preloaded interpreter did not start cleanly: {ready!r} {said[-2000:]}")
+        self.replies, self.exits, self.runs = b"", {}, 0
+        atexit.register(self.close)
+
+    def close(self):
+        """End the server (its end of input) and remove its folder; a child still running goes on."""
+        self.process.stdin.close()
+        self.process.wait()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+    def read_replies(self, timeout) -> list:
+        """The replies that arrive within ``timeout`` seconds (None: at least one), exits recorded in self.exits."""
+        import select
+
+        replies = []
+        while not replies:
+            if b"\n" not in self.replies:
+                if not select.select([self.process.stdout], [], [], timeout)[0]:
+                    return replies
+                chunk = os.read(self.process.stdout.fileno(), 1 << 16)
+                if not chunk:
+                    raise RuntimeError(f"the preloaded interpreter ended (exit code {self.process.wait()})")
+                self.replies += chunk
+            while b"\n" in self.replies:
+                line, self.replies = self.replies.split(b"\n", 1)
+                reply = json.loads(line)
+                if reply[0] == "exit":
+                    self.exits[reply[1]] = reply[2]
+                replies.append(reply)
+        return replies
+
+    def start(self, command, cwd, env) -> PreloadedProcess:
+        self.runs += 1
+        folder = os.path.join(self.folder, str(self.runs))
+        os.mkdir(folder)
+        for name in ("stdout", "stderr"):  # there before the child starts, for PreloadedProcess to open
+            open(os.path.join(folder, name), "w").close()
+        request = {"argv": command[1:], "cwd": cwd, "env": env, "stdout": os.path.join(folder, "stdout"),
+                   "stderr": os.path.join(folder, "stderr")}
+        self.process.stdin.write(json.dumps(request).encode() + b"\n")
+        self.process.stdin.flush()
+        while True:
+            started = [reply for reply in self.read_replies(None) if reply[0] == "started"]
+            if started:
+                return PreloadedProcess(self, command, started[0][1], folder)
+
+    def can_run(self, env) -> bool:
+        """Whether a run with environment ``env`` may start here: equal to the server's in every variable that
+        the preloaded modules read at import."""
+        def import_time(environment):
+            return {key: value for key, value in environment.items() if key.startswith(FRESH_ENVIRONMENT_PREFIXES)}
+        return import_time(env) == import_time(self.environment)
+
+
+PRELOADED = []  # this test process's PreloadedPython, once started
+
+
+def start(command: list, cwd: str, env=None):
+    """Start ``command`` (``[sys.executable, SCRIPT or -c CODE, ARGS...]``) with os.environ plus ``env``, stdout and
+    stderr captured as text: in the preloaded interpreter where it can run, else as a subprocess.Popen."""
+    environment = {**os.environ, **(env or {})}
+    if not PRELOADED and environment.get("TINY_RUN_FRESH", "") != "1":
+        PRELOADED.append(PreloadedPython())
+    if PRELOADED and PRELOADED[0].can_run(environment):
+        return PRELOADED[0].start(command, cwd, environment)
+    return subprocess.Popen(command, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=environment)
+
+
+def run(command: list, cwd: str, env, timeout: float) -> subprocess.CompletedProcess:
+    """subprocess.run(command, capture_output=True, text=True, timeout=timeout) through start()."""
+    process = start(command, cwd, env)
+    try:
+        stdout, stderr = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.communicate()
+        raise
+    return subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
+
+
 def run_script(script: str, run_dir, *extra_flags, tiny: bool = True, timeout: float = 300, env=None,
                repo_root=REPO_ROOT):
     """Run ``script`` (a file name at the repository root) with the tiny flags plus ``extra_flags``.
@@ -78,8 +229,7 @@ def run_script(script: str, run_dir, *extra_flags, tiny: bool = True, timeout: f
     and its working directory are that copy's, so its imports (nonstationary_envs, ...) are that copy's too."""
     command = [sys.executable, os.path.join(str(repo_root), script), "--run-dir", str(run_dir)]
     command += list(TINY_FLAGS if tiny else ()) + [str(flag) for flag in extra_flags]
-    return subprocess.run(command, cwd=str(repo_root), capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, **(env or {})})
+    return run(command, str(repo_root), env, timeout)
 
 
 # A script run with changes made at run time, not in its text: the script's file runs as a module without its main
@@ -98,7 +248,7 @@ def run_patched(script: str, run_dir, patch: str, *extra_flags, timeout: float =
     """run_script's tiny run of ``script`` with ``patch`` applied to the script's namespace first (PATCHED_RUN)."""
     command = [sys.executable, "-c", PATCHED_RUN, os.path.join(REPO_ROOT, script), patch, "--run-dir", str(run_dir),
                *TINY_FLAGS, *[str(flag) for flag in extra_flags]]
-    return subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=timeout)
+    return run(command, REPO_ROOT, None, timeout)
 
 
 def assert_refused_in_one_line(script: str, run_dir, flags: list, expected: str, env=None) -> None:
@@ -120,15 +270,15 @@ def load_checkpoint_file(path) -> dict:
     return state
 
 
-def start_script(script: str, run_dir, *extra_flags, env=None) -> subprocess.Popen:
-    """Start ``script`` with the tiny flags plus ``extra_flags`` in the background (run_script's command)."""
+def start_script(script: str, run_dir, *extra_flags, env=None):
+    """Start ``script`` with the tiny flags plus ``extra_flags`` in the background (run_script's command): a
+    subprocess.Popen, or its stand-in PreloadedProcess."""
     command = [sys.executable, os.path.join(REPO_ROOT, script), "--run-dir", str(run_dir), *TINY_FLAGS,
                *[str(flag) for flag in extra_flags]]
-    return subprocess.Popen(command, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, **(env or {})})
+    return start(command, REPO_ROOT, env)
 
 
-def wait_for(path, process: subprocess.Popen, timeout: float = 120) -> None:
+def wait_for(path, process, timeout: float = 120) -> None:
     """Wait until ``path`` exists, the process has ended, or ``timeout`` seconds have passed."""
     deadline = time.time() + timeout
     while not os.path.exists(path) and time.time() < deadline and process.poll() is None:
