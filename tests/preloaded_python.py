@@ -4,8 +4,9 @@ and forks a child for each script the tests run: tiny_run.py's runs start in ~0.
 
 A child is what `python SCRIPT ARGS...` (or `python -c CODE ARGS...`) would be: its own process, stdin /dev/null,
 stdout and stderr into the files the request names, the request's working directory and environment, sys.argv and
-sys.path[0] as the interpreter sets them, the default signal dispositions, a normal interpreter exit (atexit, the
-threads joined, the streams flushed) with the script's exit code, an uncaught exception's traceback. What it cannot
+sys.path[0] as the interpreter sets them, the default signal dispositions, the interpreter's exit (the threads
+joined, atexit, the streams flushed) with the script's exit code, an uncaught exception's traceback; only the
+interpreter's teardown is skipped. What it cannot
 be is a fresh import of the preloaded modules: tiny_run.py therefore starts a fresh interpreter instead when a run's
 environment differs from this server's in a variable that those modules read when they are imported (PYTHON*, OMP_*,
 ...), and the golden tests hold the outputs of both kinds of run to the same bytes.
@@ -96,4 +97,39 @@ main_module.__annotations__, main_module.__builtins__, main_module.__spec__ = {}
 # The script's module is __main__, not this server's (multiprocessing, imported above, took this one as __mp_main__)
 sys.modules["__main__"] = sys.modules["__mp_main__"] = main_module
 del request, serve
-exec(compile(source, filename, "exec", dont_inherit=True), main_module.__dict__)
+
+
+def run_script() -> int:
+    """The script, as the interpreter runs it: its exit code, an uncaught exception's traceback (exit 1)."""
+    try:
+        exec(compile(source, filename, "exec", dont_inherit=True), main_module.__dict__)
+    except SystemExit as exit_status:
+        if exit_status.code is None or isinstance(exit_status.code, int):
+            return exit_status.code or 0
+        print(exit_status.code, file=sys.stderr)
+        return 1
+    except BaseException:
+        sys.excepthook(*sys.exc_info())
+        return -signal.SIGINT if isinstance(sys.exc_info()[1], KeyboardInterrupt) else 1
+    return 0
+
+
+exit_code = run_script()
+# The interpreter's exit up to its teardown (Py_FinalizeEx): the threads joined, atexit, the streams flushed (exit
+# 120 if that fails). The teardown itself, which frees every object of the preloaded modules and so writes to every
+# page the fork shared (~1 s per child), is skipped: os._exit.
+import threading  # noqa: E402
+
+threading._shutdown()
+import atexit  # noqa: E402
+
+atexit._run_exitfuncs()
+for stream in (sys.stdout, sys.stderr):
+    try:
+        stream.flush()
+    except Exception:
+        exit_code = exit_code or 120
+if exit_code == -signal.SIGINT:  # an uncaught KeyboardInterrupt ends the process by SIGINT, as Python's own exit
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    os.kill(os.getpid(), signal.SIGINT)
+os._exit(exit_code & 0xFF)

@@ -79,7 +79,9 @@ MID_ROLLOUT_EVALUATION_STEPS = [(0, 0), (128, 0), (160, 0), (256, 1), (320, 1)]
 # interpreter per run (tests/harness/test_tiny_run.py holds the two kinds of run to the same bytes).
 PRELOADED_MODULES = ("numpy", "torch", "torch.nn", "torch.nn.functional", "torch.optim", "torch.optim.adam",
                      "gymnasium", "mujoco", "gymnasium.envs.mujoco.half_cheetah_v5", "gymnasium.envs.mujoco.ant_v5",
-                     "torch.utils.tensorboard", "tqdm", "tyro")
+                     "torch.utils.tensorboard", "tqdm", "tyro",
+                     # what torch.use_deterministic_algorithms (every run's --torch-deterministic) imports: ~1.9 s
+                     "torch._inductor.config")
 FRESH_ENVIRONMENT_PREFIXES = ("PYTHON", "OMP_", "GOMP_", "KMP_", "MKL_", "OPENBLAS_", "LD_", "CUDA", "TORCH",
                               "MUJOCO", "NUMPY", "TINY_RUN_FRESH")
 
@@ -197,10 +199,10 @@ class PreloadedPython:
 PRELOADED = []  # this test process's PreloadedPython, once started
 
 
-def start(command: list, cwd: str, env=None):
+def start_command(command: list, cwd: str, env=None):
     """Start ``command`` (``[sys.executable, SCRIPT or -c CODE, ARGS...]``) with os.environ plus ``env``, stdout and
     stderr captured as text: in the preloaded interpreter where it can run, else as a subprocess.Popen."""
-    environment = {**os.environ, **(env or {})}
+    environment, cwd = {**os.environ, **(env or {})}, str(cwd)
     if not PRELOADED and environment.get("TINY_RUN_FRESH", "") != "1":
         PRELOADED.append(PreloadedPython())
     if PRELOADED and PRELOADED[0].can_run(environment):
@@ -209,9 +211,9 @@ def start(command: list, cwd: str, env=None):
                             stderr=subprocess.PIPE, text=True, env=environment)
 
 
-def run(command: list, cwd: str, env, timeout: float) -> subprocess.CompletedProcess:
-    """subprocess.run(command, capture_output=True, text=True, timeout=timeout) through start()."""
-    process = start(command, cwd, env)
+def run_command(command: list, cwd: str, env=None, timeout: float = 300) -> subprocess.CompletedProcess:
+    """subprocess.run(command, capture_output=True, text=True, timeout=timeout) through start_command()."""
+    process = start_command(command, cwd, env)
     try:
         stdout, stderr = process.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -229,7 +231,7 @@ def run_script(script: str, run_dir, *extra_flags, tiny: bool = True, timeout: f
     and its working directory are that copy's, so its imports (nonstationary_envs, ...) are that copy's too."""
     command = [sys.executable, os.path.join(str(repo_root), script), "--run-dir", str(run_dir)]
     command += list(TINY_FLAGS if tiny else ()) + [str(flag) for flag in extra_flags]
-    return run(command, str(repo_root), env, timeout)
+    return run_command(command, str(repo_root), env, timeout)
 
 
 # A script run with changes made at run time, not in its text: the script's file runs as a module without its main
@@ -248,7 +250,7 @@ def run_patched(script: str, run_dir, patch: str, *extra_flags, timeout: float =
     """run_script's tiny run of ``script`` with ``patch`` applied to the script's namespace first (PATCHED_RUN)."""
     command = [sys.executable, "-c", PATCHED_RUN, os.path.join(REPO_ROOT, script), patch, "--run-dir", str(run_dir),
                *TINY_FLAGS, *[str(flag) for flag in extra_flags]]
-    return run(command, REPO_ROOT, None, timeout)
+    return run_command(command, REPO_ROOT, None, timeout)
 
 
 def assert_refused_in_one_line(script: str, run_dir, flags: list, expected: str, env=None) -> None:
@@ -275,7 +277,7 @@ def start_script(script: str, run_dir, *extra_flags, env=None):
     subprocess.Popen, or its stand-in PreloadedProcess."""
     command = [sys.executable, os.path.join(REPO_ROOT, script), "--run-dir", str(run_dir), *TINY_FLAGS,
                *[str(flag) for flag in extra_flags]]
-    return start(command, REPO_ROOT, env)
+    return start_command(command, REPO_ROOT, env)
 
 
 def wait_for(path, process, timeout: float = 120) -> None:

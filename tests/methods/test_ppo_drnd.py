@@ -8,7 +8,6 @@ against the independent reference of tests/reference_math.py.
 import copy
 import math
 import os
-import subprocess
 import sys
 
 import numpy as np
@@ -17,7 +16,7 @@ import torch
 
 import ppo_drnd_continuous as drnd
 import reference_math as ref
-from tiny_run import REPO_ROOT, TINY_EVALUATION_STEPS, load_checkpoint_file, read_csv, run_script
+from tiny_run import REPO_ROOT, TINY_EVALUATION_STEPS, load_checkpoint_file, read_csv, run_command, run_script
 
 SCRIPT = "ppo_drnd_continuous.py"
 DRND_FLAGS = ["--num-targets", "--drnd-alpha", "--drnd-learning-rate", "--drnd-update-proportion", "--int-gamma",
@@ -164,8 +163,7 @@ def test_discounted_bonus_sums_closed_form_and_no_reset():
 
 
 def test_help_lists_the_drnd_flags():
-    result = subprocess.run([sys.executable, os.path.join(REPO_ROOT, SCRIPT), "--help"], capture_output=True,
-                            text=True, timeout=120)
+    result = run_command([sys.executable, os.path.join(REPO_ROOT, SCRIPT), "--help"], REPO_ROOT, timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]
     for flag in DRND_FLAGS:
         assert flag in result.stdout, flag

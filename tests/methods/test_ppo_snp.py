@@ -6,7 +6,6 @@ EVENT_FLAGS below making its events visible (lambda 0.9, sigma 0.1 every 2 steps
 import dataclasses
 import math
 import os
-import subprocess
 import sys
 from types import SimpleNamespace
 
@@ -17,7 +16,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 import ppo_snp_continuous as snp
 import reference_math as ref
-from tiny_run import REPO_ROOT, TINY_EVALUATION_STEPS, read_csv, run_script
+from tiny_run import REPO_ROOT, TINY_EVALUATION_STEPS, read_csv, run_command, run_script
 
 # The flags that make SnP shrink and perturb (lambda 0.9, sigma 0.1 every 2 steps) inside the tiny runs: the shared end-to-end tests (SIGTERM + resume, seed
 # independence, the golden outputs of two seeds) run this script with them (tiny_run.method_event_flags).
@@ -110,8 +109,7 @@ def test_bad_snp_flags_exit_2_naming_the_flag(flag, value, tmp_path):
 
 
 def test_help_lists_the_snp_flags_and_importing_has_no_side_effects():
-    result = subprocess.run([sys.executable, os.path.join(REPO_ROOT, SCRIPT), "--help"], capture_output=True,
-                            text=True, timeout=120)
+    result = run_command([sys.executable, os.path.join(REPO_ROOT, SCRIPT), "--help"], REPO_ROOT, timeout=120)
     assert result.returncode == 0 and all(f in result.stdout for f in ("--snp-frequency", "--snp-shrink", "--snp-perturb"))
     assert snp.method_name(snp.Args()) == "PPO_SnP"
 

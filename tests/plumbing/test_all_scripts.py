@@ -22,8 +22,8 @@ import golden_outputs
 from tiny_run import (MID_ROLLOUT_EVALUATION_STEPS, MID_ROLLOUT_FLAGS, MID_ROLLOUT_STEPS_PER_TASK, REPO_ROOT,
                       TINY_EVALUATION_STEPS, assert_refused_in_one_line, assert_same_run_state, cannot_run,
                       directory_bytes, first_difference, load_checkpoint_file, method_event_flags, read_csv,
-                      run_patched, run_script, run_signalled_at_task_change, run_until_checkpoint_then_stop,
-                      start_script, two_seed_flags, wait_for)
+                      run_command, run_patched, run_script, run_signalled_at_task_change,
+                      run_until_checkpoint_then_stop, start_script, two_seed_flags, wait_for)
 
 # as scripts.sync_plumbing, not with scripts/ on sys.path: there scripts/coverage.py would shadow the `coverage`
 # package that numba (imported by umap in tests/tools/test_coverage.py) probes for
@@ -664,9 +664,9 @@ def test_persistent_nonfinite_gradients_stop_with_a_checkpoint(script, tmp_path)
 
 
 def run_evaluate(run_dir, *flags, env=None) -> subprocess.CompletedProcess:
-    """scripts/evaluate.py on ``run_dir`` with ``flags``, in a fresh process (``env``: extra environment variables)."""
-    return subprocess.run([sys.executable, os.path.join(REPO_ROOT, "scripts", "evaluate.py"), str(run_dir), *flags],
-                          capture_output=True, text=True, timeout=120, env={**os.environ, **(env or {})})
+    """scripts/evaluate.py on ``run_dir`` with ``flags`` (``env``: extra environment variables)."""
+    return run_command([sys.executable, os.path.join(REPO_ROOT, "scripts", "evaluate.py"), str(run_dir), *flags],
+                       REPO_ROOT, env, timeout=120)
 
 
 def test_saved_policy_reproduces_the_last_evaluation(finished_run):
@@ -769,8 +769,8 @@ def help_fields(help_text: str) -> dict:
 def test_every_flags_help_reads_as_one_paragraph(script):
     """--help wraps each flag's text where the next word would not fit, never where the docstring's source line
     ends: every rendered line but a flag's last is full up to the next word (a line broken mid-phrase is not)."""
-    result = subprocess.run([sys.executable, os.path.join(REPO_ROOT, script), "--help"], capture_output=True, text=True,
-                            timeout=120, env={**os.environ, "COLUMNS": "100"})
+    result = run_command([sys.executable, os.path.join(REPO_ROOT, script), "--help"], REPO_ROOT, {"COLUMNS": "100"},
+                         timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]
     fields, width = help_fields(result.stdout)
     assert len(fields) > 40 and width > 40  # the box was parsed: every flag and a text column

@@ -13,7 +13,6 @@ import os
 import re
 import shlex
 import shutil
-import subprocess
 import sys
 
 import numpy as np
@@ -22,7 +21,7 @@ import torch
 
 import ppo_continuous as ppo
 from tiny_run import (REPO_ROOT, TINY_FLAGS, assert_same_run_state, directory_bytes, load_checkpoint_file,
-                      run_script)
+                      run_command, run_script)
 
 SCRIPT = "ppo_continuous.py"
 FLAGS = ("--checkpoint-frequency", "128", "--save-states")  # checkpoints (and states.npz) at steps 128, 256, 384, 512
@@ -91,7 +90,7 @@ def disk_full(tmp_path_factory):
     run_dir, left = base / "disk_full", base / "as_left"
     command = [sys.executable, "-c", ON_A_FILLING_DISK, os.path.join(REPO_ROOT, SCRIPT), "--run-dir", str(run_dir),
                *TINY_FLAGS, *FLAGS]
-    result = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
+    result = run_command(command, REPO_ROOT, timeout=300)
     shutil.copytree(run_dir, left)
     return run_dir, left, result
 
@@ -130,8 +129,7 @@ def test_after_space_is_freed_the_printed_command_resumes_bit_for_bit(disk_full,
         f.write(b"25")
     command = shlex.split(error_lines(result)[0].split("to resume: ")[1].removesuffix(" (exit code 74)"))
     assert command[0] == "python"
-    resumed = subprocess.run([sys.executable, *command[1:]], cwd=REPO_ROOT, capture_output=True, text=True,
-                             timeout=300)
+    resumed = run_command([sys.executable, *command[1:]], REPO_ROOT, timeout=300)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert "from global_step 128" in resumed.stdout
     assert_same_run_state(run_dir, straight)

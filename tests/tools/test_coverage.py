@@ -6,7 +6,6 @@ import io
 import json
 import math
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -15,6 +14,7 @@ import pytest
 
 from scripts import coverage
 from tests.fake_algorithm import write_run
+from tiny_run import run_command
 
 REPO_ROOT = Path(__file__).resolve().parents[2]  # tests/<folder>/this file
 
@@ -145,8 +145,7 @@ def test_cli_missing_states_names_the_run_and_the_flag(tmp_path):
     run_dir = tmp_path / "run_without_states"
     write_run(str(run_dir), method="PPO")
     # As a script (python scripts/coverage.py): exercises the non-package imports too.
-    result = subprocess.run([sys.executable, "scripts/coverage.py", str(run_dir)], cwd=REPO_ROOT,
-                            capture_output=True, text=True, timeout=120)  # fmt: skip
+    result = run_command([sys.executable, "scripts/coverage.py", str(run_dir)], REPO_ROOT, timeout=120)
     assert result.returncode == 2
     assert str(run_dir) in result.stderr and "--save-states" in result.stderr
     assert result.stdout == ""
@@ -220,5 +219,5 @@ def test_script_mode_does_not_shadow_the_coverage_package():
         "import runpy, sys; sys.path.insert(0, 'scripts'); "
         "runpy.run_path('scripts/coverage.py', run_name='as_script'); import numba"
     )
-    result = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
+    result = run_command([sys.executable, "-c", code], REPO_ROOT, timeout=120)
     assert result.returncode == 0, result.stderr
