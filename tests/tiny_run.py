@@ -246,11 +246,17 @@ sys.exit(namespace["main"](sys.argv[1:]))
 """
 
 
-def run_patched(script: str, run_dir, patch: str, *extra_flags, timeout: float = 300) -> subprocess.CompletedProcess:
-    """run_script's tiny run of ``script`` with ``patch`` applied to the script's namespace first (PATCHED_RUN)."""
-    command = [sys.executable, "-c", PATCHED_RUN, os.path.join(REPO_ROOT, script), patch, "--run-dir", str(run_dir),
-               *TINY_FLAGS, *[str(flag) for flag in extra_flags]]
-    return run_command(command, REPO_ROOT, None, timeout)
+def patched_command(script: str, run_dir, patch: str, *extra_flags) -> list:
+    """The command of run_script's tiny run of ``script`` with ``patch`` applied to the script's namespace first
+    (PATCHED_RUN)."""
+    return [sys.executable, "-c", PATCHED_RUN, os.path.join(REPO_ROOT, script), patch, "--run-dir", str(run_dir),
+            *TINY_FLAGS, *[str(flag) for flag in extra_flags]]
+
+
+def run_patched(script: str, run_dir, patch: str, *extra_flags, timeout: float = 300,
+                env=None) -> subprocess.CompletedProcess:
+    """Run patched_command(script, run_dir, patch, *extra_flags) to its end."""
+    return run_command(patched_command(script, run_dir, patch, *extra_flags), REPO_ROOT, env, timeout)
 
 
 def assert_refused_in_one_line(script: str, run_dir, flags: list, expected: str, env=None) -> None:
@@ -272,31 +278,29 @@ def load_checkpoint_file(path) -> dict:
     return state
 
 
-def start_script(script: str, run_dir, *extra_flags, env=None):
-    """Start ``script`` with the tiny flags plus ``extra_flags`` in the background (run_script's command): a
-    subprocess.Popen, or its stand-in PreloadedProcess."""
-    command = [sys.executable, os.path.join(REPO_ROOT, script), "--run-dir", str(run_dir), *TINY_FLAGS,
-               *[str(flag) for flag in extra_flags]]
-    return start_command(command, REPO_ROOT, env)
-
-
-def wait_for(path, process, timeout: float = 120) -> None:
-    """Wait until ``path`` exists, the process has ended, or ``timeout`` seconds have passed."""
-    deadline = time.time() + timeout
-    while not os.path.exists(path) and time.time() < deadline and process.poll() is None:
-        time.sleep(0.05)
+# The process sends itself a signal right after the first write_checkpoint that leaves {checkpoint} on disk: the
+# preemption that SLURM (SIGTERM) or Ctrl-C (SIGINT) causes, at a known point, whatever the machine's speed (a
+# signal sent from outside once the file appears could come after the run has ended: on a fast machine the tiny
+# run finishes in the time a poll takes to notice the file).
+SIGNAL_AFTER_CHECKPOINT_PATCH = """
+import os
+write_checkpoint, sent = namespace["write_checkpoint"], []
+def write_checkpoint_then_signal(run):
+    write_checkpoint(run)
+    if not sent and os.path.exists({checkpoint!r}):
+        sent.append(True)
+        os.kill(os.getpid(), {signum})
+namespace["write_checkpoint"] = write_checkpoint_then_signal
+"""
 
 
 def run_until_checkpoint_then_stop(script: str, run_dir, checkpoint, *extra_flags, env=None, timeout: float = 120,
                                    stop_signal=signal.SIGTERM) -> subprocess.CompletedProcess:
-    """Start ``script`` with the tiny flags, send ``stop_signal`` once ``checkpoint`` (a path) exists, wait for it
-    to stop (it writes a checkpoint and exits 75): the preemption that SLURM (SIGTERM) or Ctrl-C (SIGINT) causes,
-    at a known point."""
-    process = start_script(script, run_dir, *extra_flags, env=env)
-    wait_for(checkpoint, process, timeout)
-    process.send_signal(stop_signal)
-    stdout, stderr = process.communicate(timeout=timeout)
-    return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
+    """Run ``script`` with the tiny flags plus ``extra_flags`` until ``checkpoint`` (a path) has been written, where
+    it gets ``stop_signal`` (SIGNAL_AFTER_CHECKPOINT_PATCH); it writes a checkpoint at the next update's end and
+    exits 75."""
+    patch = SIGNAL_AFTER_CHECKPOINT_PATCH.format(checkpoint=str(checkpoint), signum=int(stop_signal))
+    return run_patched(script, run_dir, patch, *extra_flags, timeout=timeout, env=env)
 
 
 def in_ci() -> bool:
@@ -315,16 +319,17 @@ def cannot_run(reason: str) -> None:
 
 
 # The process sends itself a signal when its training environments switch to task 1 (the first set_task(None, 1):
-# the evaluation envs are put on task 1 only by the first evaluation after it), i.e. at the first step of task 1,
-# after the evaluation and plasticity rows of task 0's end were logged: a preemption at a known point of a rollout,
-# whatever the machine's speed (a signal sent from outside could come after the run has ended).
+# the evaluation envs are put on task 1 only by the first evaluation after it, and get no signal), i.e. at the first
+# step of task 1, after the evaluation and plasticity rows of task 0's end were logged: a preemption at a known
+# point of a rollout, whatever the machine's speed (a signal sent from outside could come after the run has ended).
 SIGNAL_AT_TASK_CHANGE_PATCH = """
 import os
 import nonstationary_envs
-set_task = nonstationary_envs.BatchedEnv.set_task
+set_task, sent = nonstationary_envs.BatchedEnv.set_task, []
 def set_task_then_signal(self, sim_ids, task_index):
     set_task(self, sim_ids, task_index)
-    if sim_ids is None and task_index == 1:
+    if sim_ids is None and task_index == 1 and not sent:
+        sent.append(True)
         os.kill(os.getpid(), {signum})
 nonstationary_envs.BatchedEnv.set_task = set_task_then_signal
 """
@@ -334,6 +339,20 @@ def run_signalled_at_task_change(script: str, run_dir, signum: int, *extra_flags
     """Run ``script`` (tiny flags plus ``extra_flags``) until its first step of task 1, where it gets ``signum``."""
     return run_patched(script, run_dir, SIGNAL_AT_TASK_CHANGE_PATCH.replace("{signum}", str(int(signum))),
                        *extra_flags)
+
+
+def start_stopped_at_task_change(script: str, run_dir, *extra_flags, timeout: float = 120):
+    """Start ``script`` (tiny flags plus ``extra_flags``) in the background and return it once it has stopped
+    itself (SIGSTOP) at its first step of task 1, holding its run directory mid-run; SIGCONT lets it go on."""
+    patch = SIGNAL_AT_TASK_CHANGE_PATCH.replace("{signum}", str(int(signal.SIGSTOP)))
+    process = start_command(patched_command(script, run_dir, patch, *extra_flags), REPO_ROOT)
+    deadline = time.time() + timeout
+    while process.poll() is None and time.time() < deadline:
+        with open(f"/proc/{process.pid}/stat") as f:
+            if f.read().rsplit(")", 1)[1].split()[0] == "T":  # the state field: T, stopped by a signal
+                return process
+        time.sleep(0.02)
+    raise AssertionError(f"{script} did not stop itself at task 1 within {timeout} s (exit {process.poll()})")
 
 
 def read_csv(path) -> list:

@@ -23,7 +23,7 @@ from tiny_run import (MID_ROLLOUT_EVALUATION_STEPS, MID_ROLLOUT_FLAGS, MID_ROLLO
                       TINY_EVALUATION_STEPS, assert_refused_in_one_line, assert_same_run_state, cannot_run,
                       directory_bytes, first_difference, load_checkpoint_file, method_event_flags, read_csv,
                       run_command, run_patched, run_script, run_signalled_at_task_change,
-                      run_until_checkpoint_then_stop, start_script, two_seed_flags, wait_for)
+                      run_until_checkpoint_then_stop, start_stopped_at_task_change, two_seed_flags)
 
 # as scripts.sync_plumbing, not with scripts/ on sys.path: there scripts/coverage.py would shadow the `coverage`
 # package that numba (imported by umap in tests/tools/test_coverage.py) probes for
@@ -477,10 +477,8 @@ def test_a_second_process_on_a_run_directory_is_refused(tmp_path):
 
     script, solo_dir, run_dir = SCRIPTS[0], tmp_path / "solo", tmp_path / "run"
     assert run_script(script, solo_dir).returncode == 0
-    first = start_script(script, run_dir)
-    wait_for(run_dir / "evaluations.csv", first)
+    first = start_stopped_at_task_change(script, run_dir)  # held mid-run, so that the second process surely meets it
     assert (run_dir / "evaluations.csv").exists()
-    first.send_signal(signal.SIGSTOP)  # held mid-run, so that the second process surely meets it
     for extra in ((), ("--overwrite",)):
         second = run_script(script, run_dir, *extra, timeout=120)
         assert second.returncode == 2, second.stderr[-2000:]
