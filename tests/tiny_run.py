@@ -2,6 +2,7 @@
 
 import ast
 import atexit
+import contextlib
 import csv
 import json
 import os
@@ -348,9 +349,10 @@ def start_stopped_at_task_change(script: str, run_dir, *extra_flags, timeout: fl
     process = start_command(patched_command(script, run_dir, patch, *extra_flags), REPO_ROOT)
     deadline = time.time() + timeout
     while process.poll() is None and time.time() < deadline:
-        with open(f"/proc/{process.pid}/stat") as f:
-            if f.read().rsplit(")", 1)[1].split()[0] == "T":  # the state field: T, stopped by a signal
-                return process
+        with contextlib.suppress(FileNotFoundError):  # it may end (and be reaped) between poll and open
+            with open(f"/proc/{process.pid}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "T":  # the state field: T, stopped by a signal
+                    return process
         time.sleep(0.02)
     raise AssertionError(f"{script} did not stop itself at task 1 within {timeout} s (exit {process.poll()})")
 
