@@ -1,4 +1,4 @@
-"""Every table and figure of the paper-length comparison (issue 23) from the runs' small outputs.
+"""Every table and figure of the paper-length comparison at v0.1's defaults from the runs' small outputs.
 
     python docs/studies/2026-11-26_paper_length_v0.1_defaults/analyze.py docs/studies/2026-11-26_paper_length_v0.1_defaults/outputs/paralysis/Ant/back-one [--seeds 1-5] [--up-to STEP]
         [--plot F.png]

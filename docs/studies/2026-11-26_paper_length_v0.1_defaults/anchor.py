@@ -1,4 +1,4 @@
-"""The stationary anchor of issue 23: how far our PPO gets on the unchanged Ant-v5 in 2M steps.
+"""The stationary anchor of the paper-length study at v0.1's defaults: how far our PPO gets on the unchanged Ant-v5 in 2M steps.
 
     python docs/studies/2026-11-26_paper_length_v0.1_defaults/anchor.py docs/studies/2026-11-26_paper_length_v0.1_defaults/outputs/none/Ant/PPO
         [--paralysis docs/studies/2026-11-26_paper_length_v0.1_defaults/outputs/paralysis/Ant/back-one/PPO] [--plot F.png] [--milestone 500000]

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 23: the paper's length (9 tasks x 500k steps, evaluation every 20k steps with 10 episodes) on paralysis
+# The paper's length (9 tasks x 500k steps, evaluation every 20k steps with 10 episodes) on paralysis
 # back-one, PPO against EPPO_ind (the paper's kappa), with the scripts' defaults and nothing tuned.
 #
 #   bash docs/studies/2026-11-26_paper_length_v0.1_defaults/launch.sh            # start (or resume) every unfinished run, in the background
@@ -11,11 +11,11 @@
 #                                               # and the logs up to it) into docs/studies/2026-11-26_paper_length_v0.1_defaults/resume/ to commit
 #
 # PAPER_LENGTH_PIN, PAPER_LENGTH_ROOT and PAPER_LENGTH_OUTPUTS run the same study at another commit, in another
-# root, collected elsewhere (docs/studies/2026-11-27_paper_length_v0.2_defaults/launch.sh: issue 30, at the new default);
+# root, collected elsewhere (docs/studies/2026-11-27_paper_length_v0.2_defaults/launch.sh: at v0.2's defaults);
 # PAPER_LENGTH_WORKERS=1 runs one process at a time (a core left to other work; the next launch resumes with two);
-# PAPER_LENGTH_ANCHOR=0 leaves out phase 4 (docs/studies/2026-11-29_paper_length_v0.3_defaults: issue 46, where the anchor's invariant,
+# PAPER_LENGTH_ANCHOR=0 leaves out phase 4 (docs/studies/2026-11-29_paper_length_v0.3_defaults: at v0.3's defaults, where the anchor's invariant,
 # task 0 = the unchanged Ant, does not depend on what changed).
-# Every session that works on issue 23 starts by running it. The runs live outside the work tree, in $ROOT
+# Every session that works on this study starts by running it. The runs live outside the work tree, in $ROOT
 # (default /work/paper_length), and run the code of one pinned commit, cloned into $ROOT/code, so later commits
 # on main never change a run half-way (config.json records the commit). Finished runs (summary.json) are left
 # alone, unfinished ones resume bit-identically from their checkpoints (the same command), missing ones start.

@@ -1,10 +1,10 @@
 #!/bin/bash
-# Issues 17 and 18, on the 2-core development machine with nothing else running (2026-11-26):
+# The method / plumbing split (`821329e`) and the batched simulator (mujoco.batch), on the 2-core development machine with nothing else running (2026-11-26):
 #  1. BatchedEnv against gymnasium's env.unwrapped.step per env step on one thread, both envs; Ant with 1 and 2
 #     threads (scripts/benchmark_batched_env.py);
 #  2. training steps/s of ppo_continuous.py at --num-seeds 1 and 4 on both envs, interleaved: "before" (be2fa2a:
-#     the scripts before either issue, gymnasium envs stepped one by one), "restructured" (821329e: the method /
-#     plumbing split of issue 17, still gymnasium envs) and "batched" (this commit: mujoco.batch), the last with
+#     the scripts before either change, gymnasium envs stepped one by one), "restructured" (821329e: the method /
+#     plumbing split, still gymnasium envs) and "batched" (this commit: mujoco.batch), the last with
 #     --env-threads 1 and with its default (the CPUs the process may use, at most one per simulation); 8,192 steps
 #     per seed at K = 1, 4,096 at K = 4, three interleaved repeats.
 # Output: batched.log beside this script.

@@ -1,11 +1,11 @@
-"""Issue 30: the paper-length tables at the new default, beside the old default's and the paper's.
+"""The paper-length tables at v0.2's defaults, beside the old default's and the paper's.
 
     python docs/studies/2026-11-27_paper_length_v0.2_defaults/compare.py paralysis/Ant/back-one [--up-to STEP] [--plot F.png]
         [--new OUTPUTS --old OUTPUTS] [--seeds 1-5]
 
 Reads SETTING under docs/studies/2026-11-27_paper_length_v0.2_defaults/outputs/ (the new default's runs, `launch.sh --collect`) and under
 docs/studies/2026-11-26_paper_length_v0.1_defaults/outputs/ (the old default's, committed), {PPO,EPPO_ind}/seed<N>/ in each; --new and --old name
-other outputs (issue 46: docs/studies/2026-11-29_paper_length_v0.3_defaults/outputs beside docs/studies/2026-11-27_paper_length_v0.2_defaults/outputs). Both
+other outputs (v0.3's: docs/studies/2026-11-29_paper_length_v0.3_defaults/outputs beside docs/studies/2026-11-27_paper_length_v0.2_defaults/outputs). Both
 are cut at the same step: --up-to, or else the last evaluation step that every new-default run has reached (the
 header says when runs are unfinished, or when the new default has fewer seeds than the old one's 8 reporting seeds:
 no verdict then). --seeds reads only those seeds of the new default (the finished ones while others still run; the
@@ -167,7 +167,7 @@ def main(argv=None) -> int:
     parser.add_argument("--up-to", type=int, help="cut every run at this step (default: the common last step)")
     parser.add_argument("--plot", help="also draw both defaults' seed-mean curves into this image file")
     parser.add_argument("--new", default=NEW_OUTPUTS, help="the new default's outputs (docs/studies/2026-11-29_paper_length_v0.3_defaults: "
-                        "issue 46's default, beside issue 29's with --old docs/studies/2026-11-27_paper_length_v0.2_defaults/outputs)")
+                        "v0.3's defaults, beside v0.2's with --old docs/studies/2026-11-27_paper_length_v0.2_defaults/outputs)")
     parser.add_argument("--old", default=OLD_OUTPUTS, help="the old default's outputs, paired with --new by seed")
     parser.add_argument("--seeds", help="only these seeds of the new default, e.g. 1-5 (the finished ones while others "
                         "still run)")

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Issue 30: docs/studies/2026-11-26_paper_length_v0.1_defaults's study again (its launcher, phases and flags, nothing added) at the commit of the new
-# default that issue 29 settled (--log-std-init -1, no observation or reward normalization), in its own root.
+# At v0.2's defaults (d3270e2, 2026-11-27): docs/studies/2026-11-26_paper_length_v0.1_defaults's study again (its launcher, phases and flags, nothing added) at the commit of the new
+# default that docs/studies/2026-11-27_why_ppo_does_not_walk_on_ant settled (--log-std-init -1, no observation or reward normalization), in its own root.
 #
 #   bash docs/studies/2026-11-27_paper_length_v0.2_defaults/launch.sh            # start (or resume) every unfinished run, in the background
 #   bash docs/studies/2026-11-27_paper_length_v0.2_defaults/launch.sh --status   # steps done per run

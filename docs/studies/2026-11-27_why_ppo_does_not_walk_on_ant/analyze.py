@@ -1,4 +1,4 @@
-"""Issue 29's screen table and figure, from the committed outputs (docs/studies/2026-11-27_why_ppo_does_not_walk_on_ant/outputs/, written by collect.py).
+"""The screen's table and figure, from the committed outputs (docs/studies/2026-11-27_why_ppo_does_not_walk_on_ant/outputs/, written by collect.py).
 
     python docs/studies/2026-11-27_why_ppo_does_not_walk_on_ant/analyze.py > docs/studies/2026-11-27_why_ppo_does_not_walk_on_ant/screen_tables.md
     python docs/studies/2026-11-27_why_ppo_does_not_walk_on_ant/analyze.py --plot docs/studies/2026-11-27_why_ppo_does_not_walk_on_ant/screen.png
@@ -45,7 +45,7 @@ def config_flags() -> dict:
         for line in f:
             if line.strip() and not line.startswith("#"):
                 name, _, rest = line.rstrip("\n").partition("\t")
-                flags[name] = rest.strip() or "(the defaults before issue 29)"
+                flags[name] = rest.strip() or "(v0.1's defaults)"
     return flags
 
 

@@ -1,11 +1,11 @@
-"""Copy the small outputs of issue 29's runs into docs/studies/2026-11-27_why_ppo_does_not_walk_on_ant/outputs/ (to commit); the runs live outside the work
+"""Copy the small outputs of this study's runs into docs/studies/2026-11-27_why_ppo_does_not_walk_on_ant/outputs/ (to commit); the runs live outside the work
 tree. Our runs (screen.sh): config.json, evaluations.csv, summary.json (when finished) and training.csv, which this
 script writes from the run's TensorBoard events; SB3's (sb3/run_all.sh): its config.json, evaluations.csv and
 training.csv as they are.
 
     python docs/studies/2026-11-27_why_ppo_does_not_walk_on_ant/collect.py [--root /work/ant_walk] [--sb3-root /work/ant_walk_sb3]
     python docs/studies/2026-11-27_why_ppo_does_not_walk_on_ant/collect.py --root /work/ant_walk_halfcheetah --outputs docs/studies/2026-11-27_why_ppo_does_not_walk_on_ant/halfcheetah_outputs \
-        --sb3-root ""                    # item 3's HalfCheetah check (screen.sh with SCREEN_ENV=HalfCheetah-v5)
+        --sb3-root ""                    # the HalfCheetah check (screen.sh with SCREEN_ENV=HalfCheetah-v5)
 
 training.csv has one row per evaluation step, the same columns for both: the policy's std (mean over action
 dimensions; ours: the last charts/action_std logged at or before the step), and the mean length and return of the

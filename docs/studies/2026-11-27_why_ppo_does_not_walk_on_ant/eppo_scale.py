@@ -1,4 +1,4 @@
-"""Issue 29, item 3: what reward normalization on or off does to EPPO's evidential critic, from two runs' TensorBoard
+"""The EPPO scale check: what reward normalization on or off does to EPPO's evidential critic, from two runs' TensorBoard
 events (EPPO_ind on the stationary Ant-v5 at the candidate default's flags, one with --norm-reward):
 
     bash docs/studies/2026-11-27_why_ppo_does_not_walk_on_ant/eppo_scale.sh                                     # the two runs (≈ 10 min, one core)

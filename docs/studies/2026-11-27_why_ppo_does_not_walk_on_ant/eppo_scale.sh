@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # EPPO_ind on the stationary Ant-v5 at the candidate default (nonormstd1's flags), reward normalization off vs on:
-# what the reward scale does to the evidential critic (issue 29, item 3). One seed (1001), 100k steps each.
+# what the reward scale does to the evidential critic (the study's EPPO scale check). One seed (1001), 100k steps each.
 cd "$(dirname "${BASH_SOURCE[0]}")/../../.."
 for rew in no-norm-reward norm-reward; do
   python eppo_continuous.py --env-id Ant-v5 --experiment none --steps-per-task 100000 --seed 1001 --kappa 0.1 \

@@ -1,4 +1,4 @@
-"""Issue 29, item 3's check: does a candidate default break HalfCheetah? Our PPO on the stationary HalfCheetah-v5,
+"""The HalfCheetah check: does a candidate default break HalfCheetah? Our PPO on the stationary HalfCheetah-v5,
 1 M steps, seeds 1001-1003, each configuration (a row of configs.tsv) beside today's default (`ours`), from the
 outputs that collect.py copied into docs/studies/2026-11-27_why_ppo_does_not_walk_on_ant/halfcheetah_outputs/:
 

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Issue 29's screen: our PPO on the unchanged Ant-v5, seeds 1001-1003 (grid-search seeds, never reported as
+# The screen: our PPO on the unchanged Ant-v5, seeds 1001-1003 (grid-search seeds, never reported as
 # results), one --num-seeds 3 process per configuration, run one after another in this process (one core).
 #
 #   bash docs/studies/2026-11-27_why_ppo_does_not_walk_on_ant/screen.sh STEPS NAME...   # run the configurations NAME (rows of configs.tsv) in order
 #   bash docs/studies/2026-11-27_why_ppo_does_not_walk_on_ant/screen.sh --status        # steps done per run
 #   SCREEN_ENV=HalfCheetah-v5 ANT_WALK_ROOT=/work/ant_walk_halfcheetah bash docs/studies/2026-11-27_why_ppo_does_not_walk_on_ant/screen.sh 1000000 NAME...
-#                                                # the same configurations on stationary HalfCheetah-v5 (item 3's check)
+#                                                # the same configurations on stationary HalfCheetah-v5 (the HalfCheetah check)
 #
 # Runs live outside the work tree in $ROOT/runs/<steps>/<name>/seed<k> (default ROOT /work/ant_walk) and run the
 # code of the pinned commit PIN, exported into $ROOT/code once (code.sha256 lists its files), so later commits on

@@ -1,5 +1,5 @@
-"""Issue 29, item 4: the short Ant study (Ant-v5 paralysis back-one, 5 tasks x 200k steps, seeds 1-5), PPO against
-EPPO_ind (kappa 0.01), with the defaults before issue 29 and with the new default, side by side.
+"""The short Ant study (Ant-v5 paralysis back-one, 5 tasks x 200k steps, seeds 1-5), PPO against
+EPPO_ind (kappa 0.01), with v0.1's defaults and with v0.2's (`d3270e2`), side by side.
 
     bash docs/studies/2026-11-27_why_ppo_does_not_walk_on_ant/short_study.sh PPO; bash docs/studies/2026-11-27_why_ppo_does_not_walk_on_ant/short_study.sh EPPO_ind   # the new default's runs
     bash docs/studies/2026-11-27_why_ppo_does_not_walk_on_ant/short_study.sh --collect

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 29, item 4: the short Ant study's comparison (docs/studies/2026-11-26_eppo_vs_ppo_short_runs/README.md, "Ant, 5 tasks x 200k") again, at
+# The short Ant study's comparison (docs/studies/2026-11-26_eppo_vs_ppo_short_runs/README.md, "Ant, 5 tasks x 200k") again, at
 # the new default: PPO and EPPO_ind (kappa 0.01, the paper's for this setting) on Ant-v5 paralysis back-one,
 # 5 tasks x 200k steps, evaluation every 50k steps with 5 episodes, seeds 1-5 (the reporting seeds; nothing is
 # chosen on them), the same commands as docs/studies/2026-11-26_eppo_vs_ppo_short_runs/long_runs.txt with no flag added.
@@ -12,7 +12,7 @@
 # default's commit PIN, cloned into $ROOT/code (config.json records the commit). A finished run exits at once,
 # an unfinished one resumes from its checkpoint.
 set -u
-PIN=d3270e2666667835da00fe1e6d0bc168967adca6  # the new default (issue 29), REFERENCE_COMMIT of tests/golden
+PIN=d3270e2666667835da00fe1e6d0bc168967adca6  # v0.2's defaults (2026-11-27), REFERENCE_COMMIT of tests/golden
 ROOT=${ANT_WALK_SHORT_ROOT:-/work/ant_walk_short}
 CODE=$ROOT/code
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")" && git rev-parse --show-toplevel)

@@ -1,4 +1,4 @@
-"""Issue 46: the walk from PPO to EPPO_ind and the screen of the critic's readings, as Markdown tables.
+"""The walk from PPO to EPPO_ind and the screen of the critic's readings, as Markdown tables.
 
     python docs/studies/2026-11-29_eppo_ind_gap_on_ant/analyze.py docs/studies/2026-11-29_eppo_ind_gap_on_ant/outputs [--plot docs/studies/2026-11-29_eppo_ind_gap_on_ant/walk.png]
     python docs/studies/2026-11-29_eppo_ind_gap_on_ant/analyze.py /work/eppo_critic/runs            # the live runs (partial ones cut)
@@ -66,7 +66,7 @@ AT_NEW_DEFAULT = {"EPPO_ind+norm-reward+clip-none": "EPPO_ind+norm-reward"}
 
 
 def standing_still_returns(seeds: list) -> dict:
-    """Per seed: the zero action's mean evaluation return on Ant-v5 (issue 29's measure, docs/studies/2026-11-27_why_ppo_does_not_walk_on_ant/analyze.py)."""
+    """Per seed: the zero action's mean evaluation return on Ant-v5 (the measure of docs/studies/2026-11-27_why_ppo_does_not_walk_on_ant/analyze.py)."""
     spec = importlib.util.spec_from_file_location("ant_walk_analyze",
                                                   os.path.join(REPO, "docs", "studies", "2026-11-27_why_ppo_does_not_walk_on_ant", "analyze.py"))
     ant_walk = importlib.util.module_from_spec(spec)
@@ -102,7 +102,7 @@ def pipeline_checks(root: str) -> None:
               + ", ".join(f"seed {seed}: {'never' if first is None else f'{first:,}'} (standing still "
                           f"{standing[seed]:,.0f})" for seed, first in sorted(firsts.items()))
               + f"; {walking} of {len(firsts)} seeds walk within {WALK_WITHIN:,}: **{verdict}**\n")
-        # beside the rule's measure, what issue 29's tables also show: how often, and the return at the cut
+        # beside the rule's measure, what 2026-11-27_why_ppo_does_not_walk_on_ant's tables also show: how often, and the return at the cut
         later = [(seed, e) for seed, evaluations in ant.items() for e in evaluations if 0 < e.global_step <= done]
         above = sum(e.return_mean > standing[seed] for seed, e in later)
         print(f"Evaluations above standing still: {above} of {len(later)}; return at step {done:,}: "

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 46: the walk from PPO to EPPO_ind on Ant-v5 paralysis back-one, the paper's protocol cut to its first 5
+# The walk from PPO to EPPO_ind on Ant-v5 paralysis back-one, the paper's protocol cut to its first 5
 # tasks (2.5 M steps, torque 1 -> 0), on the grid-search seeds 1001-1003 (never the reporting seeds), one
 # process per configuration with --num-seeds 3, two processes at a time, `nice`.
 #

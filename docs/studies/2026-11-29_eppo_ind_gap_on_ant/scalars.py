@@ -1,4 +1,4 @@
-"""Issue 46: a run directory's TensorBoard scalars that the analysis reads, as one small CSV to commit or stash.
+"""A run directory's TensorBoard scalars that the analysis reads, as one small CSV to commit or stash.
 
     python docs/studies/2026-11-29_eppo_ind_gap_on_ant/scalars.py RUN_DIR OUT.csv.gz [--tags TAG,TAG,...]
     python docs/studies/2026-11-29_eppo_ind_gap_on_ant/scalars.py --collect RUNS OUTPUTS [--tags ...] [--runs GLOB]  # each run: OUTPUTS/<run>/

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Issue 46, item 4: docs/studies/2026-11-26_paper_length_v0.1_defaults's study again (its launcher, phases 1-3 and flags, nothing added) at the
-# default this issue settled (reward normalization on, 823e260: tests/golden's REFERENCE_COMMIT; pinned at 1fd797b,
+# At v0.3's defaults (823e260, 2026-11-29): docs/studies/2026-11-26_paper_length_v0.1_defaults's study again (its launcher, phases 1-3 and flags, nothing added) at the
+# default 2026-11-29_eppo_ind_gap_on_ant settled (reward normalization on, 823e260: tests/golden's REFERENCE_COMMIT; pinned at 1fd797b,
 # whose outputs are 823e260's bit for bit and whose EPPO also logs evidential/advantage_max_z), in its own root.
 # PPO runs again too, since the change reaches every script's pipeline; the stationary anchor (phase 4) is left
 # out: its invariant (task 0 = the unchanged Ant-v5) does not depend on the reward's scaling.

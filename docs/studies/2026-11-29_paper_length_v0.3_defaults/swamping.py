@@ -1,4 +1,4 @@
-"""Issue 46, item 4: how often one state's UCB bonus holds a whole rollout's advantage spread, per task.
+"""How often one state's UCB bonus holds a whole rollout's advantage spread, per task.
 
     python docs/studies/2026-11-29_paper_length_v0.3_defaults/swamping.py paralysis/Ant/back-one [--outputs DIR] [--seeds 1-5]
 

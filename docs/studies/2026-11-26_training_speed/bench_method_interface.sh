@@ -1,9 +1,9 @@
 #!/bin/bash
-# Issue 22 (the method owns its policy, rewards and update outputs; BatchedEnv.step per environment; start_run in
+# The method interface of 2026-11-26 (`9828e01`: the method owns its policy, rewards and update outputs; BatchedEnv.step per environment; start_run in
 # steps): training steps/s of ppo_continuous.py and eppo_continuous.py before (aa9ecc0) and after (the commit given
 # as $1, default HEAD), both exported with git archive, interleaved, three repeats, on the 2-core development
 # machine with the paper-length runs paused (docs/studies/2026-11-26_paper_length_v0.1_defaults/launch.sh --stop) and nothing else running.
-#   bash docs/studies/2026-11-26_training_speed/bench_issue22.sh [COMMIT] > docs/studies/2026-11-26_training_speed/issue22.log
+#   bash docs/studies/2026-11-26_training_speed/bench_method_interface.sh [COMMIT] > docs/studies/2026-11-26_training_speed/method_interface.log
 set -u
 cd "$(dirname "$0")/../../.."
 after=${1:-HEAD}

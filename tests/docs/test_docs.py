@@ -1,0 +1,136 @@
+"""What users read holds together: every relative Markdown link reaches its file (and its heading, when it names
+one), and no text a user reads cites our internal issue numbers, which they cannot look up (releases, dates and
+commits instead: CHANGELOG.md)."""
+
+import os
+import re
+import subprocess
+
+import pytest
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+# [text](target) outside code: the target up to a space or the closing parenthesis (titles are not used here)
+LINK = re.compile(r"(?<!\!)\[[^\]\n]*\]\(([^)\s]+)\)|!\[[^\]\n]*\]\(([^)\s]+)\)")
+HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
+HTML_ANCHOR = re.compile(r"<a\s+(?:id|name)=\"([^\"]+)\"")
+FENCE = re.compile(r"^\s*(```|~~~)")
+# "issue 29", "Issue 46's", "issues 17 and 18", "issue #3", "issue22": what only our tracker can resolve
+ISSUE_NUMBER = re.compile(r"(?<![a-z])issues?[\s_#]*\d+", re.IGNORECASE)
+
+
+def tracked_files() -> list:
+    """The repository's tracked files (what a clone has), relative to its root."""
+    listing = subprocess.run(["git", "ls-files", "-z"], cwd=REPO_ROOT, capture_output=True, check=True).stdout
+    return [name for name in listing.decode().split("\0") if name]
+
+
+def markdown_files() -> list:
+    return [name for name in tracked_files() if name.endswith(".md")]
+
+
+def github_slug(heading: str) -> str:
+    """GitHub's anchor of a heading: inline markup dropped, lower case, punctuation but '-' and '_' removed,
+    spaces to '-'."""
+    text = re.sub(r"`([^`]*)`", r"\1", heading)
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", text)
+    text = re.sub(r"\*{1,3}([^*]+)\*{1,3}", r"\1", text)
+    text = re.sub(r"(?<!\w)_{1,3}([^_]+)_{1,3}(?!\w)", r"\1", text)  # an underscore inside a word is no emphasis
+    text = text.strip().lower()
+    text = re.sub(r"[^\w\- ]", "", text)
+    return text.replace(" ", "-")
+
+
+def prose_lines(path: str):
+    """(line number, line) of a Markdown file outside fenced code blocks."""
+    in_fence = False
+    with open(path, encoding="utf-8") as f:
+        for number, line in enumerate(f, start=1):
+            if FENCE.match(line):
+                in_fence = not in_fence
+                continue
+            if not in_fence:
+                yield number, line
+
+
+def anchors(path: str) -> set:
+    """Every anchor of a Markdown file: its headings', GitHub's way (a repeated heading gets -1, -2, ...), and
+    those of its HTML anchors (<a id="...">)."""
+    seen, result = {}, set()
+    for _, line in prose_lines(path):
+        result.update(HTML_ANCHOR.findall(line))
+        match = HEADING.match(line)
+        if match:
+            slug = github_slug(match.group(2))
+            count = seen.get(slug, 0)
+            seen[slug] = count + 1
+            result.add(slug if count == 0 else f"{slug}-{count}")
+    return result
+
+
+def broken_links(path: str, anchor_cache: dict) -> list:
+    """The relative links of ``path`` whose file or heading does not exist, as 'line N: target (why)'."""
+    problems = []
+    for number, line in prose_lines(path):
+        for match in LINK.finditer(re.sub(r"`[^`]*`", "", line)):
+            target = match.group(1) or match.group(2)
+            if re.match(r"^[a-z][a-z0-9+.-]*:", target, re.IGNORECASE):  # http:, https:, mailto:
+                continue
+            file_part, _, anchor = target.partition("#")
+            resolved = os.path.normpath(os.path.join(os.path.dirname(path), file_part)) if file_part else path
+            if not os.path.exists(resolved):
+                problems.append(f"line {number}: {target} (no such file)")
+                continue
+            if anchor and resolved.endswith(".md"):
+                if resolved not in anchor_cache:
+                    anchor_cache[resolved] = anchors(resolved)
+                if anchor not in anchor_cache[resolved]:
+                    problems.append(f"line {number}: {target} (no heading #{anchor} in {os.path.relpath(resolved)})")
+    return problems
+
+
+def test_github_slug_follows_githubs_rules():
+    assert github_slug("At the paper's length, at v0.2's defaults") == "at-the-papers-length-at-v02s-defaults"
+    assert github_slug("The first demo (`scripts/mini_benchmark.sh`, 3 seeds): it misled us") == \
+        "the-first-demo-scriptsmini_benchmarksh-3-seeds-it-misled-us"
+    assert github_slug("PPO_ReDo screen") == "ppo_redo-screen"
+    assert github_slug("PPO_ReDo (`ppo_redo_continuous.py`)") == "ppo_redo-ppo_redo_continuouspy"
+    assert github_slug("_Emphasis_ here") == "emphasis-here"
+    assert github_slug("**Bold** and [a link](x.md)") == "bold-and-a-link"
+
+
+def test_a_broken_link_and_a_missing_heading_are_found(tmp_path):
+    (tmp_path / "other.md").write_text("# A heading\n\n## Twice\n\n## Twice\n\n- <a id=\"here\"></a>**a point**\n")
+    page = tmp_path / "page.md"
+    page.write_text("[ok](other.md#a-heading) [ok2](other.md#twice-1) [ok3](other.md#here) [gone](missing.md) [nohead](other.md#nope)\n"
+                    "[web](https://example.org/x#y) `[code](missing2.md)`\n```\n[fenced](missing3.md)\n```\n")
+    problems = broken_links(str(page), {})
+    assert problems == ["line 1: missing.md (no such file)", f"line 1: other.md#nope (no heading #nope in "
+                        f"{os.path.relpath(str(tmp_path / 'other.md'))})"]
+
+
+def test_every_relative_link_of_the_docs_reaches_its_file_and_heading():
+    cache, problems = {}, []
+    for name in markdown_files():
+        problems += [f"{name}, {problem}" for problem in broken_links(os.path.join(REPO_ROOT, name), cache)]
+    assert not problems, "\n".join(problems)
+
+
+def test_the_issue_pattern_finds_what_a_user_cannot_look_up():
+    for text in ("issue 29", "Issue 46's default", "issues 17 and 18", "issue #3", "bench_issue22.sh", "issue22.log"):
+        assert ISSUE_NUMBER.search(text), text
+    for text in ("the issue is", "an issue with 29 seeds", "v0.2 (2026-11-27, d3270e2)"):
+        assert not ISSUE_NUMBER.search(text), text
+
+
+def test_what_users_read_cites_no_issue_numbers():
+    """README, CHANGELOG, docs/ (the reference and the studies' records), the scripts and their tools: every file a
+    user reads, by its name or its text."""
+    read = [name for name in tracked_files() if not name.startswith(("tests/", ".ci/"))
+            and name.endswith((".md", ".py", ".sh", ".txt", ".tsv", ".csv", ".log", ".json"))]
+    found = [f"{name} (its name)" for name in read if ISSUE_NUMBER.search(name)]
+    for name in read:
+        with open(os.path.join(REPO_ROOT, name), encoding="utf-8", errors="replace") as f:
+            found += [f"{name}, line {number}: {line.strip()[:100]}" for number, line in enumerate(f, start=1)
+                      if ISSUE_NUMBER.search(line)]
+    assert not found, "\n".join(found)
