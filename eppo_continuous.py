@@ -500,7 +500,7 @@ def ucb_advantages_and_returns(advantages: torch.Tensor, advantage_stds: torch.T
 
 
 def rollout_policy(agent, args: Args, generators: list, device: torch.device):
-    """Algorithm 1, lines 3-4: a ~ N(actor(s), exp(log_std)^2). The noise of the whole rollout is drawn up front,
+    """Algorithm 1, line 3: a ~ N(actor(s), exp(log_std)^2). The noise of the whole rollout is drawn up front,
     each seed's from its own generator, (T, seeds, envs, action_dim). Returns ``act(obs, step)``: the actions of
     rollout step ``step`` for the normalized observations (seeds, envs, obs_dim), as a tensor."""
     action_std = torch.exp(agent.actor.action_log_std().detach())
@@ -568,7 +568,7 @@ def normalize_advantages(advantages: torch.Tensor) -> torch.Tensor:
 
 
 def ppo_loss(agent, mb, args: Args) -> tuple:
-    """The losses of one minibatch (Algorithm 1, lines 21-24), per seed: the clipped surrogate (plus the entropy
+    """The losses of one minibatch (Algorithm 1, lines 23-24, 27-30), per seed: the clipped surrogate (plus the entropy
     bonus) for the actor and the evidential loss for the critic (EPPO: the NIG negative log-likelihood and the
     hyperprior, or the squared error of the mse control); and what is logged of them."""
     log_std = agent.actor.action_log_std()
@@ -631,7 +631,7 @@ def compute_advantages(run, rollout, args: Args) -> dict:
 
 
 def update(run, batch: dict, args: Args) -> dict:
-    """Algorithm 1, lines 20-25: update_epochs passes over the batch in minibatches, one step of each optimizer
+    """Algorithm 1, lines 20-33: update_epochs passes over the batch in minibatches, one step of each optimizer
     per minibatch (each seed's own minibatch; a seed whose loss or gradient is not finite skips its step).
     Returns what log_update logs: each seed's means of the minibatch statistics, {name: (seeds,)}."""
     for epoch in range(args.update_epochs):
@@ -687,7 +687,7 @@ def main(argv: list) -> int:
 
 
 # ---- EPPO: the open choices, the helpers of their flags (docs/eppo_open_choices.md; each default is our reading) ----
-# The CLI (tyro) and validate_args check every choice's value, so these take a valid one.
+# The CLI (tyro) checks every choice's value, so these take a valid one.
 
 EXP_INPUT_MAX = 20.0  # --evidence-transform exp: its input's cap (exp(20) = 4.9e8 keeps the NLL finite in float32)
 PRIOR_MODE_WEIGHT_SCALE = 0.01  # --evidence-init prior-mode: the scale of the evidence rows' initial weights

@@ -177,8 +177,8 @@ def max_abs_gradient(module: torch.nn.Module) -> float:
     """Largest absolute gradient entry over the module's parameters (the "maximum absolute
     gradient" diagnostic of the EPPO paper's Appendix figures). 0.0 when no parameter has a
     gradient; inf/NaN gradients propagate into the result."""
-    # one concatenation and one reduction: called after every minibatch step, where per-parameter reductions
-    # cost ~4x more (scripts/benchmark_sps.py)
+    # one concatenation and one reduction (the scripts take the same maximum per seed in their plumbing,
+    # SeedwiseAdam.max_abs_gradients, whose tests compare it with this one)
     grads = [p.grad.detach().reshape(-1) for p in module.parameters() if p.grad is not None and p.grad.numel()]
     if not grads:
         return 0.0

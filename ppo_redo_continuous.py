@@ -310,7 +310,7 @@ def make_agent(args: Args, obs_dim: int, action_dim: int, generators: list, devi
 
 
 def rollout_policy(agent, args: Args, generators: list, device: torch.device):
-    """Algorithm 1, lines 3-4: a ~ N(actor(s), exp(log_std)^2). The noise of the whole rollout is drawn up front,
+    """Algorithm 1, line 3: a ~ N(actor(s), exp(log_std)^2). The noise of the whole rollout is drawn up front,
     each seed's from its own generator, (T, seeds, envs, action_dim). Returns ``act(obs, step)``: the actions of
     rollout step ``step`` for the normalized observations (seeds, envs, obs_dim), as a tensor."""
     action_std = torch.exp(agent.actor.action_log_std().detach())
@@ -378,7 +378,7 @@ def normalize_advantages(advantages: torch.Tensor) -> torch.Tensor:
 
 
 def ppo_loss(agent, mb, args: Args) -> tuple:
-    """The losses of one minibatch (Algorithm 1, lines 21-24), per seed: the clipped surrogate (plus the entropy
+    """The losses of one minibatch (Algorithm 1, lines 23-24, 26), per seed: the clipped surrogate (plus the entropy
     bonus) for the actor and the squared error for the critic; and what is logged of them."""
     log_std = agent.actor.action_log_std()
     new_log_probs = gaussian_log_prob(mb["actions"], agent.actor(mb["obs"]), log_std)
@@ -474,8 +474,9 @@ def recycle_dormant_units(run, name: str, obs: torch.Tensor, stepped: np.ndarray
 
 
 def compute_advantages(run, rollout, args: Args) -> dict:
-    """Algorithm 1, lines 5-19: the values of the visited and of the true next states, GAE, the returns and the
-    normalized advantages; the old log-probs for the ratio. Returns the batch, (seeds, samples, ...) tensors."""
+    """Algorithm 1, lines 4-19 as PPO reads them (EPPO's 5-7, 10, 14-16 and 18 aside): the values of the visited and
+    of the true next states, GAE, the returns and the normalized advantages; the old log-probs for the ratio.
+    Returns the batch, (seeds, samples, ...) tensors."""
     agent = run.agent
     with torch.no_grad():
         values = agent.critic(rollout.obs).reshape(rollout.shape)
@@ -494,7 +495,7 @@ def compute_advantages(run, rollout, args: Args) -> dict:
 
 
 def update(run, batch: dict, args: Args) -> dict:
-    """Algorithm 1, lines 20-25: update_epochs passes over the batch in minibatches, one step of each optimizer
+    """Algorithm 1, lines 20-33: update_epochs passes over the batch in minibatches, one step of each optimizer
     per minibatch (each seed's own minibatch; a seed whose loss or gradient is not finite skips its step).
     Returns what log_update logs: each seed's means of the minibatch statistics, {name: (seeds,)}."""
     redo = {"actor": [], "critic": []}  # ReDo: each network's recycles (recycle_dormant_units), also returned

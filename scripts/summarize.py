@@ -1,4 +1,4 @@
-"""Summarize a sweep as the paper's result tables (Tables 1 and 2): AULC and Final Return.
+"""Summarize a sweep as the paper's result tables (Tables 1 and 3): AULC and Final Return.
 
     python scripts/summarize.py runs/sweep                   # Markdown
     python scripts/summarize.py runs/sweep --paper           # the paper's numbers beside ours
@@ -27,7 +27,7 @@ tool stops (exit 2) with one line per group of runs that agree, or with --split-
 as its own column. Output: Markdown into a file or a pipe, plain text (no Markdown or HTML) on a terminal,
 or --format markdown|text|csv|latex.
 
-Robust statistics (--robust, Markdown and CSV; docs/statistics.md): the paper's tables stay as they are,
+Robust statistics (--robust, Markdown, text and CSV; docs/statistics.md): the paper's tables stay as they are,
 and the aggregate statistics that Agarwal et al. 2021 ("Deep RL at the edge of the statistical precipice")
 recommend for few, skewed or bimodal seeds follow them, computed as their rliable package computes them:
 - per cell, the interquartile mean (IQM: the mean after cutting floor(n/4) seeds at each end, i.e.
@@ -72,7 +72,7 @@ ENV_ORDER = list(runlist.ENV_IDS)
 RUN_DIR_MARKERS = ("evaluations.csv", "config.json", "summary.json", "stdout.log")
 
 # The keys of config.json that may differ between the runs of one cell (setting x method), each with why: every
-# other key must be equal in them all (check_configs below), i.e. every Args field a script records under "args"
+# other key must be equal in them all (config_conflicts below), i.e. every Args field a script records under "args"
 # (its flags, defaults included) and config.json's own entries (script, method, num_tasks, total_steps, schedule).
 # A key one run records and another lacks is a difference (a run from before the flag existed), and a default
 # that changed shows as the value each run recorded. These say which seed a run is, where it writes, how fast or
@@ -347,7 +347,7 @@ def experiment_order(experiments) -> list[str]:
 
 def setting_order(settings) -> list[runlist.Setting]:
     """The paper's order: experiment, env, strategy (unknown names last, alphabetically)."""
-    strategies = [s.strategy for s in runlist.paper_settings()]  # the paper's table order (Tables 1 and 2)
+    strategies = [s.strategy for s in runlist.paper_settings()]  # the paper's table order (Tables 1 and 3)
     key = lambda s: (_position(s.experiment, runlist.EXPERIMENTS), _position(s.env, ENV_ORDER), _position(s.strategy, strategies))  # noqa: E731
     return sorted(set(settings), key=key)
 
@@ -847,7 +847,7 @@ def slippery_table(summaries: list[MetricSummary]) -> Table:
 
 
 def rows_table(summaries: list[MetricSummary], experiment: str) -> Table:
-    """Table 2 layout (paralysis, and any other experiment): rows metric x env x strategy with a
+    """Table 3 layout (paralysis, and any other experiment): rows metric x env x strategy with a
     per-env Average row, then Overall Average and Overall Average Ranking; columns = models."""
     methods = method_order(m for summary in summaries for m in summary.methods)
     with_n = _seed_counts_vary(summaries)

@@ -13,7 +13,8 @@
 # summary.json exists are skipped, so relaunching the same command resumes the sweep; a run that
 # exited 75 (preempted, checkpoint written) is retried once, and otherwise resumes on relaunch.
 # Exit code: 0 all runs finished; 1 a run failed (listed at the end); 2 invalid arguments;
-# 75 stopped by SIGTERM/SIGINT (the running runs wrote checkpoints; relaunch to resume).
+# 75 stopped by SIGTERM/SIGINT (the running runs wrote checkpoints; relaunch to resume), or a run still
+# preempted at the end (it exited 75 again after its retry; relaunch to resume).
 set -u
 if ((BASH_VERSINFO[0] < 4 || (BASH_VERSINFO[0] == 4 && BASH_VERSINFO[1] < 3))); then
     echo "error: sweep.sh needs bash >= 4.3 (wait -n, associative arrays); this is $BASH_VERSION" >&2

@@ -145,7 +145,7 @@ def test_rankings_with_ties_and_average_rows(tmp_path):
     assert [c.bold for c in rows["Overall Average"].cells] == [True, True, False]  # tied best: both bold
 
 
-# The paper's printed average rows (eppo-paper.tex, Table 1 lines 474-605 and Table 2 lines 658-945).
+# The paper's printed average rows (eppo-paper.tex, Table 1 lines 474-605 and Table 3 lines 658-945).
 PAPER_RANKINGS = {
     ("slippery", "aulc"): [5.3, 5.0, 6.5, 4.5, 3.5, 1.5, 1.8],
     ("slippery", "final_return"): [5.5, 5.3, 6.5, 4.5, 3.0, 1.5, 1.8],
@@ -170,7 +170,7 @@ def test_average_rows_reproduce_the_paper_from_its_cell_means():
         scores = summarize.average_scores({s: {m: paper[(metric, s, m)][0] for m in methods} for s in settings}, settings)
         # within 1: the paper averaged unrounded means (ours are rounded to integers, error <= 0.5) and rounded the result
         assert np.abs(np.array([scores[m] for m in methods]) - expected).max() <= 1.0
-    # Table 2's Final Return ranking row (5.8, 5.3, 6.4, 3.9, 3.9, 1.9, 1.7) sums to 28.9, but the mean ranks of
+    # Table 3's Final Return ranking row (5.8, 5.3, 6.4, 3.9, 3.9, 1.9, 1.7) sums to 28.9, but the mean ranks of
     # 7 methods always sum to 1 + ... + 7 = 28: recomputed from its own cells it is 5.7, 5.3, 6.3, 4.1, 3.0, 1.9, 1.7.
     settings = [s for s in runlist.paper_settings() if s.experiment == "paralysis"]
     means = {s: {m: paper[("final_return", s, m)][0] for m in methods} for s in settings}

@@ -1,4 +1,4 @@
-"""The paper's Table 2 on one setting, all seven methods, from the runs' small outputs (README.md's commands).
+"""The paper's Table 3 on one setting, all seven methods, from the runs' small outputs (README.md's commands).
 
     python docs/studies/2026-12-01_paper_length_all_seven_methods/analyze.py paralysis/Ant/back-one [--plot F.png] [--cost]
 
