@@ -600,8 +600,9 @@ def ppo_loss(agent, mb, args: Args) -> tuple:
 
 
 def compute_advantages(run, rollout, args: Args) -> dict:
-    """Algorithm 1, lines 5-19: the values of the visited and of the true next states, GAE, the returns and the
-    normalized advantages; the old log-probs for the ratio. Returns the batch, (seeds, samples, ...) tensors."""
+    """Algorithm 1, lines 5-19 as EPPO reads them (10, 14-16 and 18 by --variant): the values of the visited and
+    of the true next states, GAE, the returns and the normalized advantages; the old log-probs for the ratio.
+    Returns the batch, (seeds, samples, ...) tensors."""
     agent = run.agent
     with torch.no_grad():
         # EPPO: E[V] = omega and var[V] at s_t and at the true next states (Algorithm 1, lines 5-7)

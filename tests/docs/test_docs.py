@@ -1,6 +1,6 @@
 """What users read holds together: every relative Markdown link reaches its file (and its heading, when it names
-one), and no text a user reads cites our internal issue numbers, which they cannot look up (releases, dates and
-commits instead: CHANGELOG.md)."""
+one), no text a user reads cites our internal issue numbers, which they cannot look up (releases, dates and
+commits instead: CHANGELOG.md), and the stated size of each method's diff against the template is its size."""
 
 import os
 import re
@@ -135,3 +135,33 @@ def test_what_users_read_cites_no_issue_numbers():
             found += [f"{name}, line {number}: {line.strip()[:100]}" for number, line in enumerate(f, start=1)
                       if ISSUE_NUMBER.search(line)]
     assert not found, "\n".join(found)
+
+
+# Where the docs state how many lines `diff ppo_continuous.py X_continuous.py` changes: (file, pattern with the
+# count as its group, script). The count is what `diff`'s output has of lines starting with < or >.
+STATED_DIFF_SIZES = [
+    ("docs/reading-guide.md", r"diff ppo_continuous.py eppo_continuous.py` top to bottom \((\d+) changed lines",
+     "eppo_continuous.py"),
+    ("docs/reading-guide.md", r"`ppo_redo_continuous.py` \(ReDo, Sokar et al., 2023\), (\d+) changed lines",
+     "ppo_redo_continuous.py"),
+    ("docs/baselines.md", r"\((\d+) changed lines in `diff ppo_continuous.py ppo_redo_continuous.py`\)",
+     "ppo_redo_continuous.py"),
+    ("docs/reading-guide.md", r"Written from this guide alone: (\d+) changed lines", "ppo_snp_continuous.py"),
+    ("docs/baselines.md", r"(\d+) changed lines in `diff ppo_continuous.py ppo_snp_continuous.py`",
+     "ppo_snp_continuous.py"),
+]
+
+
+def changed_lines(script: str) -> int:
+    """The lines `diff ppo_continuous.py script` marks as removed or added."""
+    result = subprocess.run(["diff", "ppo_continuous.py", script], cwd=REPO_ROOT, capture_output=True, text=True)
+    assert result.returncode in (0, 1), result.stderr
+    return sum(1 for line in result.stdout.splitlines() if line.startswith(("<", ">")))
+
+
+@pytest.mark.parametrize("path, pattern, script", STATED_DIFF_SIZES)
+def test_the_stated_size_of_each_methods_diff_is_its_size(path, pattern, script):
+    with open(os.path.join(REPO_ROOT, path), encoding="utf-8") as f:
+        found = re.findall(pattern, " ".join(f.read().split()))  # a statement may be wrapped over lines
+    assert len(found) == 1, f"{path}: the statement {pattern!r} is not there once"
+    assert int(found[0]) == changed_lines(script), f"{path} says {found[0]} changed lines for {script}"
