@@ -20,9 +20,9 @@ ISSUE_NUMBER = re.compile(r"(?<![a-z])issues?[\s_#]*\d+", re.IGNORECASE)
 
 
 def tracked_files() -> list:
-    """The repository's tracked files (what a clone has), relative to its root."""
+    """The repository's tracked files (what a clone has) that the work tree still holds, relative to its root."""
     listing = subprocess.run(["git", "ls-files", "-z"], cwd=REPO_ROOT, capture_output=True, check=True).stdout
-    return [name for name in listing.decode().split("\0") if name]
+    return [name for name in listing.decode().split("\0") if name and os.path.isfile(os.path.join(REPO_ROOT, name))]
 
 
 def markdown_files() -> list:
