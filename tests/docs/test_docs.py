@@ -11,7 +11,7 @@ import pytest
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 # [text](target) outside code: the target up to a space or the closing parenthesis (titles are not used here)
-LINK = re.compile(r"(?<!\!)\[[^\]\n]*\]\(([^)\s]+)\)|!\[[^\]\n]*\]\(([^)\s]+)\)")
+LINK = re.compile(r"!?\[[^\]\n]*\]\(([^)\s]+)\)")  # a link or an image
 HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 HTML_ANCHOR = re.compile(r"<a\s+(?:id|name)=\"([^\"]+)\"")
 FENCE = re.compile(r"^\s*(```|~~~)")
@@ -73,7 +73,7 @@ def broken_links(path: str, anchor_cache: dict) -> list:
     problems = []
     for number, line in prose_lines(path):
         for match in LINK.finditer(re.sub(r"`[^`]*`", "", line)):
-            target = match.group(1) or match.group(2)
+            target = match.group(1)
             if re.match(r"^[a-z][a-z0-9+.-]*:", target, re.IGNORECASE):  # http:, https:, mailto:
                 continue
             file_part, _, anchor = target.partition("#")
@@ -102,7 +102,8 @@ def test_github_slug_follows_githubs_rules():
 def test_a_broken_link_and_a_missing_heading_are_found(tmp_path):
     (tmp_path / "other.md").write_text("# A heading\n\n## Twice\n\n## Twice\n\n- <a id=\"here\"></a>**a point**\n")
     page = tmp_path / "page.md"
-    page.write_text("[ok](other.md#a-heading) [ok2](other.md#twice-1) [ok3](other.md#here) [gone](missing.md) [nohead](other.md#nope)\n"
+    page.write_text("[ok](other.md#a-heading) [ok2](other.md#twice-1) [ok3](other.md#here) ![image](other.md) "
+                    "[gone](missing.md) [nohead](other.md#nope)\n"
                     "[web](https://example.org/x#y) `[code](missing2.md)`\n```\n[fenced](missing3.md)\n```\n")
     problems = broken_links(str(page), {})
     assert problems == ["line 1: missing.md (no such file)", f"line 1: other.md#nope (no heading #nope in "
