@@ -400,8 +400,9 @@ class BatchedEnv:
       simulation; ``seeds[i] = None`` continues that simulation's Generator.
     * ``step(actions, sim_ids=None) -> (obs, reward, terminated, truncated)``, arrays over simulations
       ``sim_ids`` (None: all), actions (len(ids), nu); the others do not move. ``truncated`` is gymnasium's
-      TimeLimit (``elapsed >= max_episode_steps``). There is no autoreset: the caller resets the simulations that ended (``terminated | truncated``);
-      stepping one that ended continues it, as stepping ``gymnasium.make``'s env would.
+      TimeLimit (``elapsed >= max_episode_steps``). There is no autoreset: the caller resets the simulations
+      that ended (``terminated | truncated``); stepping one that ended continues it, as stepping
+      ``gymnasium.make``'s env would.
     * ``set_task(sim_ids, task_index)`` as ``NonstationaryEnv.set_task`` for those simulations.
     * ``get_state(k)`` / ``set_state(k, state)``: one simulation's episode, as plain Python values.
 
