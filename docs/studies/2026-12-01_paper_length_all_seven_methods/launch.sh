@@ -17,8 +17,10 @@ export PAPER_LENGTH_OUTPUTS=${BASELINES_PAPER_LENGTH_OUTPUTS:-$HERE/outputs}
 export PAPER_LENGTH_STORE=${BASELINES_PAPER_LENGTH_STORE:-$HERE/resume}
 export PAPER_LENGTH_ANCHOR=0
 export PAPER_LENGTH_METHODS=PFO,CB,PPO_DRND,EPPO_mean,EPPO_cor
-# two phases, each both settings (Ant's five processes first, then HalfCheetah's), so both cores stay busy to a
-# phase's end: seeds 1-5 (the interim tables), then seeds 6-8
+# one sweep over seeds 1-8, five seeds per process: each method and setting runs as the processes of seeds 1-5 and
+# 6-8 (the same commands as two phases of 1-5 and 6-8 gave), Ant's first, then HalfCheetah's, method by method.
+# Until 2026-12-05 06:55 UTC the study ran seeds 1-5 as a phase of its own; one sweep keeps both cores busy to the
+# study's end instead of to a phase's, and a seed's outputs do not depend on which seeds share its process.
 BOTH=paralysis/Ant/back-one,paralysis/HalfCheetah/back-one
-export PAPER_LENGTH_PHASES="$BOTH 1-5 5;$BOTH 6-8 3"
+export PAPER_LENGTH_PHASES="$BOTH 1-8 5"
 exec bash "$HERE/../2026-11-26_paper_length_v0.1_defaults/launch.sh" "$@"
