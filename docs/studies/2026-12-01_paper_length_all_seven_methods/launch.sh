@@ -19,7 +19,7 @@ export PAPER_LENGTH_ANCHOR=0
 export PAPER_LENGTH_METHODS=PFO,CB,PPO_DRND,EPPO_mean,EPPO_cor
 # one sweep over seeds 1-8, five seeds per process: each method and setting runs as the processes of seeds 1-5 and
 # 6-8 (the same commands as two phases of 1-5 and 6-8 gave), Ant's first, then HalfCheetah's, method by method.
-# Until 2026-12-05 06:55 UTC the study ran seeds 1-5 as a phase of its own; one sweep keeps both cores busy to the
+# Until 2026-12-05 06:58 UTC the study ran seeds 1-5 as a phase of its own; one sweep keeps both cores busy to the
 # study's end instead of to a phase's, and a seed's outputs do not depend on which seeds share its process.
 BOTH=paralysis/Ant/back-one,paralysis/HalfCheetah/back-one
 export PAPER_LENGTH_PHASES="$BOTH 1-8 5"
