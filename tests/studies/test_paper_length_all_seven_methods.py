@@ -98,3 +98,25 @@ def test_the_committed_tables_are_what_the_readmes_command_prints(setting, table
     assert analyze.main([setting, "--cost"]) == 0
     with open(os.path.join(STUDY, tables)) as f:
         assert capsys.readouterr().out == f.read()
+
+
+def test_one_sweep_over_seeds_1_to_8_runs_the_commands_of_the_two_phases_it_replaced():
+    """launch.sh's one sweep (seeds 1-8, five per process) starts what its two phases did (seeds 1-5 five per
+    process, then 6-8 three per process): the same commands, so no run changes when the study switched on
+    2026-12-05. Read from launch.sh itself, so a change of its methods, settings or packing is caught."""
+    from scripts import runlist
+
+    with open(os.path.join(STUDY, "launch.sh")) as f:
+        text = f.read()
+    methods = text.split("export PAPER_LENGTH_METHODS=", 1)[1].split()[0].split(",")
+    settings = runlist.select_settings(settings=text.split("\nBOTH=", 1)[1].split()[0])
+    phase = text.split('export PAPER_LENGTH_PHASES="$BOTH ', 1)[1].split('"')[0].split()
+    assert len(phase) == 2, "one phase of both settings expected"
+    first, last = map(int, phase[0].split("-"))
+
+    def commands(seeds, per_process):
+        return [run.argv for run in runlist.build_runs(methods, settings, seeds, "/runs", seeds_per_process=per_process)]
+
+    one_sweep = commands(list(range(first, last + 1)), int(phase[1]))
+    two_phases = commands([1, 2, 3, 4, 5], 5) + commands([6, 7, 8], 3)
+    assert sorted(one_sweep) == sorted(two_phases) and len(one_sweep) == 2 * len(methods) * len(settings)
