@@ -15,7 +15,8 @@ LINK = re.compile(r"!?\[[^\]\n]*\]\(([^)\s]+)\)")  # a link or an image
 HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 HTML_ANCHOR = re.compile(r"<a\s+(?:id|name)=\"([^\"]+)\"")
 FENCE = re.compile(r"^\s*(```|~~~)")
-# "issue 29", "Issue 46's", "issues 17 and 18", "issue #3", "issue22", an anchor's "issue-29": what only our tracker can resolve
+# "issue 29", "Issue 46's", "issues 17 and 18", "issue #3", "issue22", an anchor's "issue-29": what only our
+# tracker can resolve
 ISSUE_NUMBER = re.compile(r"(?<![a-z])issues?[\s_#-]*\d+", re.IGNORECASE)
 
 

@@ -115,7 +115,8 @@ def test_one_sweep_over_seeds_1_to_8_runs_the_commands_of_the_two_phases_it_repl
     first, last = map(int, phase[0].split("-"))
 
     def commands(seeds, per_process):
-        return [run.argv for run in runlist.build_runs(methods, settings, seeds, "/runs", seeds_per_process=per_process)]
+        runs = runlist.build_runs(methods, settings, seeds, "/runs", seeds_per_process=per_process)
+        return [run.argv for run in runs]
 
     one_sweep = commands(list(range(first, last + 1)), int(phase[1]))
     two_phases = commands([1, 2, 3, 4, 5], 5) + commands([6, 7, 8], 3)
