@@ -121,3 +121,49 @@ def test_one_sweep_over_seeds_1_to_8_runs_the_commands_of_the_two_phases_it_repl
     one_sweep = commands(list(range(first, last + 1)), int(phase[1]))
     two_phases = commands([1, 2, 3, 4, 5], 5) + commands([6, 7, 8], 3)
     assert sorted(one_sweep) == sorted(two_phases) and len(one_sweep) == 2 * len(methods) * len(settings)
+
+
+cb_spec = importlib.util.spec_from_file_location("cb_dormancy", os.path.join(STUDY, "cb_dormancy.py"))
+cb_dormancy = importlib.util.module_from_spec(cb_spec)
+cb_spec.loader.exec_module(cb_dormancy)
+
+
+@pytest.mark.parametrize("cb_shift, ppo_shift, expected", [
+    (10.0, 0.0, "L2 is the cause"),  # the probe far below CB in both networks and at PPO's level
+    (10.0, -5.0, "L2 is a cause, not the only one (the probe still above PPO: critic, actor)"),
+    (0.0, 0.0, "not L2"),
+    (None, 0.0, "mixed: below CB in the critic only; read per network"),
+])
+def test_the_probes_reading_is_the_readmes_rule(cb_shift, ppo_shift, expected):
+    """Hand-made averages: the probe's seeds at 8 ± noise, CB the probe plus cb_shift (the critic only when None),
+    PPO the probe plus ppo_shift; the p-values are scipy's one-sided paired tests, as the rule says."""
+    noise = [0.3, -0.2, 0.1, -0.4, 0.2]
+    probe = {seed: 8.0 + n for seed, n in zip(cb_dormancy.SEEDS, noise)}
+    dormant = {cb_dormancy.PROBE: {}, cb_dormancy.CB: {}, cb_dormancy.PPO: {}}
+    for network in analyze.NETWORKS:
+        shift = cb_shift if cb_shift is not None else (10.0 if network == "critic" else 0.0)
+        dormant[cb_dormancy.PROBE][network] = dict(probe)
+        dormant[cb_dormancy.CB][network] = {s: v + shift + 0.5 * noise[i] for i, (s, v) in enumerate(probe.items())}
+        dormant[cb_dormancy.PPO][network] = {s: v + ppo_shift - 0.5 * noise[i] for i, (s, v) in enumerate(probe.items())}
+    reading, p = cb_dormancy.probe_reading(dormant)
+    assert reading == expected
+    for network in analyze.NETWORKS:
+        seeds = list(cb_dormancy.SEEDS)
+        cb, pr, ppo = ([dormant[arm][network][s] for s in seeds] for arm in (cb_dormancy.CB, cb_dormancy.PROBE,
+                                                                           cb_dormancy.PPO))
+        assert p[network][0] == pytest.approx(stats.ttest_rel(cb, pr, alternative="greater").pvalue, rel=1e-12)
+        assert p[network][1] == pytest.approx(stats.ttest_rel(pr, ppo, alternative="greater").pvalue, rel=1e-12)
+
+
+def test_the_probe_reads_the_dormant_share_at_the_ends_of_tasks_0_to_3(tmp_path):
+    """Only the rows of a task's last step count (not step 0, not task 4's end); a missing task end is an error."""
+    rows = [(0, 0, 99.0), (1000, 0, 1.0), (2000, 1, 2.0), (3000, 2, 3.0), (4000, 3, 4.0), (5000, 4, 99.0)]
+    with open(tmp_path / "plasticity.csv", "w") as f:
+        f.write("global_step,task,network,effective_rank,stable_rank,dormant_percent\n")
+        for step, task, value in rows:
+            for network in analyze.NETWORKS:
+                f.write(f"{step},{task},{network},1.0,1.0,{value if network == 'critic' else 10 * value}\n")
+    assert cb_dormancy.dormant_at_task_ends(str(tmp_path), 1000) == {"critic": [1.0, 2.0, 3.0, 4.0],
+                                                                     "actor": [10.0, 20.0, 30.0, 40.0]}
+    with pytest.raises(ValueError, match="lacks task ends"):
+        cb_dormancy.dormant_at_task_ends(str(tmp_path), 2000)
