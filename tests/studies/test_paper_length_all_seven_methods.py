@@ -167,3 +167,9 @@ def test_the_probe_reads_the_dormant_share_at_the_ends_of_tasks_0_to_3(tmp_path)
                                                                      "actor": [10.0, 20.0, 30.0, 40.0]}
     with pytest.raises(ValueError, match="lacks task ends"):
         cb_dormancy.dormant_at_task_ends(str(tmp_path), 2000)
+
+
+def test_the_committed_probe_reading_is_what_the_readmes_command_prints(capsys):
+    assert cb_dormancy.main() == 0
+    with open(os.path.join(STUDY, "cb_dormancy_probe.md")) as f:
+        assert capsys.readouterr().out == f.read()
