@@ -173,3 +173,62 @@ def test_the_committed_probe_reading_is_what_the_readmes_command_prints(capsys):
     assert cb_dormancy.main() == 0
     with open(os.path.join(STUDY, "cb_dormancy_probe.md")) as f:
         assert capsys.readouterr().out == f.read()
+
+
+def _committed_aulc(tables: str) -> dict:
+    """method -> (ours 'mean ± se', seeds, the paper's 'mean ± se', level) from a committed table's AULC rows."""
+    with open(os.path.join(STUDY, tables)) as f:
+        lines = f.read().split("## AULC and Final Return", 1)[1].split("\n## ", 1)[0].splitlines()
+    rows = {line.split(" | ")[0].lstrip("| "): [c.strip(" |").replace("**", "").replace("<u>", "").replace("</u>", "")
+                                                for c in line.split(" | ")[1:]]
+            for line in lines if line.startswith("| ")}
+    methods = rows[""]
+    return {m: (rows["AULC, ours"][i], int(rows["seeds"][i]), rows["AULC, the paper (15 seeds)"][i],
+                rows["level"][i]) for i, m in enumerate(methods)}
+
+
+def _table_after(path: str, header: str) -> dict:
+    """first cell -> the other cells of the markdown table under ``header`` in ``path``."""
+    with open(os.path.join(REPO_ROOT, path)) as f:
+        lines = f.read().splitlines()
+    start = lines.index(header)
+    methods = [c.strip() for c in header.strip("|").split("|")][1:]
+    table = {}
+    for line in lines[start + 2:]:
+        if not line.startswith("|"):
+            break
+        cells = [c.strip().replace("**", "") for c in line.strip("|").split("|")]
+        table[cells[0]] = dict(zip(methods, cells[1:]))
+    return table
+
+
+@pytest.mark.parametrize("setting, tables", [("Ant", "ant_tables.md"), ("HalfCheetah", "halfcheetah_tables.md")])
+def test_what_users_read_of_each_baseline_is_the_committed_tables(setting, tables):
+    """The README's and reproduction.md's seven-column rows are copied by hand: each cell must be the committed
+    table's (ours, its seed count where not 8, the paper's; 'running' where no seed has finished)."""
+    committed = _committed_aulc(tables)
+    readme = _table_after("README.md", "| setting | PPO | PFO | CB | PPO_DRND | EPPO_mean | EPPO_cor | EPPO_ind |")
+    reproduction = _table_after(os.path.join("docs", "reproduction.md"),
+                                "| AULC, ours / the paper | PPO | PFO | CB | PPO_DRND | EPPO_mean | EPPO_cor | EPPO_ind |")
+    for method in analyze.METHODS:
+        readme_cell = readme[f"{setting}-v5"][method]
+        reproduction_cell = reproduction[f"{setting} `back-one`"][method]
+        if method not in committed:
+            assert readme_cell.startswith("running / ") and reproduction_cell.startswith("running / ")
+            continue
+        ours, seeds, paper, _ = committed[method]
+        count = "" if seeds == 8 else f" ({seeds})"
+        assert readme_cell == f"{ours.split(' ± ')[0]}{count} / {paper.split(' ± ')[0]}", (method, readme_cell)
+        assert reproduction_cell == f"{ours} ({seeds}) / {paper}", (method, reproduction_cell)
+
+
+def test_the_readmes_result_on_ant_is_the_committed_table():
+    committed = _committed_aulc("ant_tables.md")
+    assert all(seeds == 8 for _, seeds, _, _ in committed.values())  # the result is drawn at 8 seeds only
+    result = _table_after(os.path.join("docs", "studies", "2026-12-01_paper_length_all_seven_methods", "README.md"),
+                          "| AULC, seeds 1-8 | PPO | PFO | CB | PPO_DRND | EPPO_mean | EPPO_cor | EPPO_ind |")
+    for method, (ours, _, paper, level) in committed.items():
+        assert result["ours"][method] == ours and result["the paper (15 seeds)"][method] == paper
+        assert result["level (Welch p)"][method].split(" (")[0] == level
+    with open(os.path.join(STUDY, "ant_tables.md")) as f:
+        assert "\n2, in the paper's PPO:" in f.read()
