@@ -175,31 +175,30 @@ def test_the_committed_probe_reading_is_what_the_readmes_command_prints(capsys):
         assert capsys.readouterr().out == f.read()
 
 
-def _committed_aulc(tables: str) -> dict:
-    """method -> (ours 'mean ± se', seeds, the paper's 'mean ± se', level) from a committed table's AULC rows."""
-    with open(os.path.join(STUDY, tables)) as f:
-        lines = f.read().split("## AULC and Final Return", 1)[1].split("\n## ", 1)[0].splitlines()
-    rows = {line.split(" | ")[0].lstrip("| "): [c.strip(" |").replace("**", "").replace("<u>", "").replace("</u>", "")
-                                                for c in line.split(" | ")[1:]]
-            for line in lines if line.startswith("| ")}
-    methods = rows[""]
-    return {m: (rows["AULC, ours"][i], int(rows["seeds"][i]), rows["AULC, the paper (15 seeds)"][i],
-                rows["level"][i]) for i, m in enumerate(methods)}
-
-
-def _table_after(path: str, header: str) -> dict:
-    """first cell -> the other cells of the markdown table under ``header`` in ``path``."""
+def _table_after(path: str, marker: str) -> dict:
+    """row label -> {column: cell} of the first markdown table at or after the line ``marker`` in ``path`` (bold and
+    underline marks dropped)."""
     with open(os.path.join(REPO_ROOT, path)) as f:
         lines = f.read().splitlines()
-    start = lines.index(header)
-    methods = [c.strip() for c in header.strip("|").split("|")][1:]
+    start = next(i for i in range(lines.index(marker), len(lines)) if lines[i].startswith("|"))
+
+    def cells(line):
+        return [c.strip().replace("**", "").replace("<u>", "").replace("</u>", "") for c in line.strip("|").split("|")]
+
+    columns = cells(lines[start])[1:]
     table = {}
     for line in lines[start + 2:]:
         if not line.startswith("|"):
             break
-        cells = [c.strip().replace("**", "") for c in line.strip("|").split("|")]
-        table[cells[0]] = dict(zip(methods, cells[1:]))
+        table[cells(line)[0]] = dict(zip(columns, cells(line)[1:]))
     return table
+
+
+def _committed_aulc(tables: str) -> dict:
+    """method -> (ours 'mean ± se', seeds, the paper's 'mean ± se', level) from a committed table's AULC rows."""
+    rows = _table_after(os.path.join(STUDY, tables), "## AULC and Final Return")
+    return {m: (ours, int(rows["seeds"][m]), rows["AULC, the paper (15 seeds)"][m], rows["level"][m])
+            for m, ours in rows["AULC, ours"].items()}
 
 
 @pytest.mark.parametrize("setting, tables", [("Ant", "ant_tables.md"), ("HalfCheetah", "halfcheetah_tables.md")])
