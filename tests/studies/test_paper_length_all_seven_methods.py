@@ -70,6 +70,46 @@ def test_the_reading_names_the_first_pattern_that_holds(baseline_levels, baselin
     assert analyze.reading(levels, runs_with_aulc(means)) == expected
 
 
+def test_the_papers_ordering_on_halfcheetah_is_the_paired_test_pair_by_pair():
+    """README's HalfCheetah reading: each EPPO variant above PPO, PFO, CB and PPO_DRND by the one-sided paired test,
+    those three level with PPO by its two-sided form; p against scipy's ttest_rel on the same seeds, and the
+    verdicts where the hand-made means leave no doubt (EPPO_cor and EPPO_ind 1,000 above everything but each other,
+    EPPO_mean and PFO equal in mean to PPO, CB 1,000 below it)."""
+    means = {"PPO": 4000, "PFO": 4000, "CB": 3000, "PPO_DRND": 4100, "EPPO_mean": 4000, "EPPO_cor": 5000,
+             "EPPO_ind": 5000}
+    runs = runs_with_aulc(means)
+    aulc = {m: [runs[m][s][0].aulc for s in range(1, 9)] for m in means}
+    rows = analyze.ordering(runs)
+    expected = [(f"{v} above {o}", "one-sided", stats.ttest_rel(aulc[v], aulc[o], alternative="greater").pvalue)
+                for v in analyze.EPPO_VARIANTS for o in ("PPO", "PFO", "CB", "PPO_DRND")]
+    expected += [(f"{b} level with PPO", "two-sided", stats.ttest_rel(aulc[b], aulc["PPO"]).pvalue)
+                 for b in ("PFO", "CB", "PPO_DRND")]
+    assert [(claim, test) for claim, test, _, _ in rows] == [(claim, test) for claim, test, _ in expected]
+    for (claim, test, p, holds), (_, _, reference) in zip(rows, expected):
+        assert p == pytest.approx(reference, rel=1e-9), claim
+        assert holds == (p < 0.05 if test == "one-sided" else p >= 0.05), claim
+    verdict = {claim: holds for claim, _, _, holds in rows}
+    assert all(verdict[f"{v} above {o}"] for v in ("EPPO_cor", "EPPO_ind") for o in ("PPO", "PFO", "CB", "PPO_DRND"))
+    assert not verdict["EPPO_mean above PPO"] and not verdict["EPPO_mean above PFO"] and verdict["EPPO_mean above CB"]
+    assert verdict["PFO level with PPO"] and not verdict["CB level with PPO"]
+
+
+@pytest.mark.parametrize("env, printed", [("HalfCheetah", True), ("Ant", False)])
+def test_the_ordering_is_read_on_halfcheetah_once_every_method_has_its_8_seeds(tmp_path, capsys, env, printed):
+    root = tmp_path / "outputs"
+    for i, method in enumerate(analyze.METHODS):
+        for seed in range(1, 9):
+            run_dir = root / "paralysis" / env / "back-one" / method / f"seed{seed}"
+            write_run(str(run_dir), method=method, env_id=f"{env}-v5", seed=seed, steps_per_task=100, num_tasks=2,
+                      eval_frequency=50, returns=lambda step, task, i=i, seed=seed: 100.0 * i + seed * (1 + i / 10))
+    assert analyze.main([f"paralysis/{env}/back-one", "--roots", str(root)]) == 0
+    out = capsys.readouterr().out
+    assert ("## The paper's ordering" in out) == printed
+    if printed:  # every method's AULC rises with its column, on every seed: each EPPO variant above the 4 before it
+        assert "| EPPO_mean above CB | one-sided | 0.000 | yes |" in out
+        assert "| CB level with PPO | two-sided | 0.000 | no |" in out
+
+
 def test_tables_of_hand_made_runs(tmp_path, capsys):
     """Seven methods on 3 seeds (interim), AULC = 100 x (column index) + seed: the last column is bold, every other
     is below it on every seed by the same margin plus nothing (paired p = 0): none underlined; the cost table reads

@@ -18,7 +18,9 @@ it is interim (no verdict). Prints, in Markdown:
    each run's average over its task ends, mean ± se over seeds; and per metric and network the lower-triangular
    matrix of its significance figure: the one-sided paired p that the row method is better than the column method
    (higher ranks, fewer dormant units);
-4. on Ant with every method at 8 seeds: the reading written before the results (README.md), applied;
+4. with every method at 8 seeds, the reading written before the results (README.md), applied: on Ant, where the gap
+   is; on HalfCheetah, whether the paper's ordering holds, pair by pair (the EPPO variants above PPO, PFO, CB and
+   PPO_DRND; those three level with PPO);
 5. with --cost: steps/s and core-hours per method from each run's summary.json.
 With --plot: each method's seed-mean learning curve with its standard error band, the task changes dotted.
 """
@@ -47,6 +49,7 @@ ALPHA = summarize.SIGNIFICANCE_LEVEL
 NETWORKS = ("critic", "actor")
 HIGHER_IS_BETTER = {"effective_rank": True, "stable_rank": True, "dormant_percent": False}
 BASELINES = ("PFO", "CB", "PPO_DRND")  # the three that are not EPPO (the reading's patterns)
+EPPO_VARIANTS = ("EPPO_mean", "EPPO_cor", "EPPO_ind")
 
 
 def load(setting, roots=ROOTS) -> dict:
@@ -180,6 +183,13 @@ def print_plasticity(runs: dict) -> None:
                       if cells else f"| {row} |" + " |" * (len(methods) - 1))
 
 
+def paired_two_sided(a: dict, b: dict) -> float:
+    """The two-sided form of the paper's paired test over the seeds both have ("level with": p >= ALPHA)."""
+    better, _ = summarize.paired_pvalue(a, b)
+    worse, _ = summarize.paired_pvalue(b, a)
+    return min(1.0, 2 * min(better, worse))
+
+
 def reading(levels: dict, runs: dict) -> str:
     """README's reading, applied in its order (Ant, every method at 8 seeds): where the gap is."""
     aulc = metric_values(runs, "aulc")
@@ -192,19 +202,41 @@ def reading(levels: dict, runs: dict) -> str:
                   else "neither split (no EPPO variant below)")
         return f"1, in our EPPO: {', '.join(at_or_above)} at or above the paper's level; within EPPO, {within}"
 
-    def two_sided(m):
-        better, _ = summarize.paired_pvalue(aulc[m], aulc["PPO"])
-        worse, _ = summarize.paired_pvalue(aulc["PPO"], aulc[m])
-        return min(1.0, 2 * min(better, worse)), better, worse
-
-    level_with_ppo = [m for m in below if two_sided(m)[0] >= ALPHA]
+    level_with_ppo = [m for m in below if paired_two_sided(aulc[m], aulc["PPO"]) >= ALPHA]
     if len(level_with_ppo) >= 2:
         return f"2, in the paper's PPO: {', '.join(level_with_ppo)} below the paper's level and level with our PPO"
-    differing = [m for m in below if two_sided(m)[0] < ALPHA]
+    differing = [m for m in below if paired_two_sided(aulc[m], aulc["PPO"]) < ALPHA]
     if len(below) >= 2 and len(differing) >= 2:
         return (f"3, in the pipeline every method shares: {', '.join(differing)} below the paper's level and apart "
                 "from our PPO")
     return "4, mixed: no place is named; read method by method"
+
+
+def ordering(runs: dict) -> list:
+    """README's HalfCheetah reading, written before the results: whether the paper's ordering holds, pair by pair.
+    Each EPPO variant above PPO and above each of PFO, CB and PPO_DRND (the paper's one-sided paired test of AULC,
+    p < ALPHA), and each of those three level with PPO (its two-sided form, p >= ALPHA). Returns (claim, test, p,
+    holds) in that order."""
+    aulc = metric_values(runs, "aulc")
+    rows = []
+    for variant in EPPO_VARIANTS:
+        for other in ("PPO",) + BASELINES:
+            p, _ = summarize.paired_pvalue(aulc[variant], aulc[other])
+            rows.append((f"{variant} above {other}", "one-sided", p, p < ALPHA))
+    for baseline in BASELINES:
+        p = paired_two_sided(aulc[baseline], aulc["PPO"])
+        rows.append((f"{baseline} level with PPO", "two-sided", p, p >= ALPHA))
+    return rows
+
+
+def print_ordering(runs: dict) -> None:
+    rows = ordering(runs)
+    print("| the paper's ordering, AULC | paired test | p | holds |")
+    print("|---|---|---|---|")
+    for claim, test, p, holds in rows:
+        print(f"| {claim} | {test} | {p:.3f} | {'yes' if holds else 'no'} |")
+    print(f"\nThe paper's ordering holds in {sum(h for *_, h in rows)} of its {len(rows)} pairs: "
+          + "; ".join(claim for claim, *_, holds in rows if holds) + ".")
 
 
 def print_cost(runs: dict) -> None:
@@ -270,6 +302,9 @@ def report(setting_name: str, roots=ROOTS, plot_path=None, cost=False) -> int:
     print_plasticity(runs)
     if setting.env == "Ant" and not interim and all(m in levels for m in METHODS):
         print(f"\n## The reading (README.md, written before the results)\n\n{reading(levels, runs)}")
+    if setting.env == "HalfCheetah" and not interim and all(m in runs for m in METHODS):
+        print("\n## The paper's ordering (README.md's reading of HalfCheetah, written before the results)\n")
+        print_ordering(runs)
     if cost:
         print("\n## Cost (summary.json)\n")
         print_cost(runs)
