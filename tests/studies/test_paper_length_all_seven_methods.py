@@ -271,3 +271,16 @@ def test_the_readmes_result_on_ant_is_the_committed_table():
         assert result["level (Welch p)"][method].split(" (")[0] == level
     with open(os.path.join(STUDY, "ant_tables.md")) as f:
         assert "\n2, in the paper's PPO:" in f.read()
+
+
+def test_the_studys_cost_table_is_the_committed_tables():
+    """The Cost section's table is copied by hand from the tables' --cost rows: each cell 'core-hours (steps/s)',
+    'running' where no seed has finished."""
+    readme = _table_after(os.path.join(STUDY, "README.md"),
+                          "| core-hours per seed (training steps/s per process) | PPO | PFO | CB | PPO_DRND | EPPO_mean | EPPO_cor | EPPO_ind |")
+    for setting, tables in (("Ant", "ant_tables.md"), ("HalfCheetah", "halfcheetah_tables.md")):
+        cost = _table_after(os.path.join(STUDY, tables), "## Cost (summary.json)")
+        for method in analyze.METHODS:
+            expected = (f"{cost[method]['core-hours per seed']} ({cost[method]['steps/s per process (training)']})"
+                        if method in cost else "running")
+            assert readme[f"{setting} `back-one`"][method] == expected, (setting, method)
