@@ -1,0 +1,250 @@
+"""The ObjectRL study's adapter (studies/2026-12-07_objectrl_ppo/): its envs are our tasks, its evaluation is our
+protocol, the ObjectRL it runs is the published 0.2.1 but for two syntax-only lines, and a stopped run resumes bit for
+bit.
+
+The env and evaluation tests need only the repository's requirements and run everywhere (CI included). The tests
+that run ObjectRL need the study's own environment (`bash studies/2026-12-07_objectrl_ppo/install.sh`, which CI does
+not install): they skip with that reason where it is absent.
+"""
+
+import ast
+import difflib
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import types
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import nonstationary_envs
+import ppo_continuous
+
+REPO = Path(__file__).resolve().parents[2]
+STUDY = REPO / "studies" / "2026-12-07_objectrl_ppo"
+VENV_PYTHON = Path(os.environ.get("OBJECTRL_VENV", STUDY / ".venv")) / "bin" / "python"
+WHEEL = VENV_PYTHON.parent.parent / "wheels" / "objectrl-0.2.1-py3-none-any.whl"
+PATCHED = ("objectrl/config/utils.py", "objectrl/models/basic/ensemble.py")
+
+
+def load_adapter_envs():
+    spec = importlib.util.spec_from_file_location("objectrl_envs", STUDY / "objectrl_envs.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+adapter = load_adapter_envs()
+
+
+def adapter_args(env_id: str, steps_per_task: int, experiment="paralysis", strategy="back-one"):
+    return types.SimpleNamespace(env_id=env_id, experiment=experiment, strategy=strategy, friction_mode="floor",
+                                 steps_per_task=steps_per_task)
+
+
+def requires_objectrl():
+    if not VENV_PYTHON.exists():
+        pytest.skip(f"the study's ObjectRL environment is not installed ({VENV_PYTHON}; "
+                    "bash studies/2026-12-07_objectrl_ppo/install.sh)")
+
+
+# ---- the envs: our task, step for step ----
+
+
+@pytest.mark.parametrize("env_id,experiment,strategy", [("Ant-v5", "paralysis", "back-one"),
+                                                        ("HalfCheetah-v5", "paralysis", "back-one"),
+                                                        ("HalfCheetah-v5", "slippery", "increasing")])
+def test_adapter_training_env_is_our_batched_env(env_id, experiment, strategy):
+    """For the same seed and actions, ObjectRL's training env as the adapter builds it (our task, the task switched
+    by global step, ObjectRL's RescaleAction and seeding) gives the observations, rewards and episode ends of our
+    scripts' BatchedEnv bit for bit, through task switches, terminations, truncations and resets; and the joint
+    torques at every step are the default gear x the schedule's level of that step's task x the action."""
+    steps_per_task, num_tasks, seed = 350, 4, 7
+    env = adapter.adapter_make_env(adapter_args(env_id, steps_per_task, experiment, strategy))(
+        "ignored: ObjectRL's name", seed, env_config=None)
+    batched = nonstationary_envs.BatchedEnv(env_id, experiment, strategy, num_sims=1)
+    schedule = nonstationary_envs.task_schedule(env_id, experiment, strategy)
+    base = env.unwrapped
+    default_gear = base.model.actuator_gear[:, 0].copy()
+    actuated_dofs = base.model.jnt_dofadr[base.model.actuator_trnid[:, 0]]
+
+    obs, _ = env.reset()  # ObjectRL's train() starts with an unseeded reset, after make_env's reset(seed=seed)
+    batched.reset(None, [seed])
+    expected_obs = batched.reset(None, [None])  # the same two resets: seeded, then continuing the Generator
+    np.testing.assert_array_equal(obs, expected_obs[0])
+    rng = np.random.default_rng(0)
+    ends = {"terminated": 0, "truncated": 0}
+    for step in range(steps_per_task * num_tasks):
+        action = np.clip(rng.normal(0.0, 0.8, env.action_space.shape), -1.0, 1.0).astype(np.float32)
+        task = step // steps_per_task
+        if step % steps_per_task == 0:  # our scripts' switch, before the task's first step (collect_rollout)
+            batched.set_task(None, task)
+        obs, reward, terminated, truncated, _ = env.step(action)
+        inner_action = env.action(action)  # what RescaleAction passes on, as ObjectRL's env does
+        b_obs, b_reward, b_terminated, b_truncated = batched.step(inner_action[None])
+        np.testing.assert_array_equal(obs, b_obs[0])
+        assert (reward, terminated, truncated) == (b_reward[0], b_terminated[0], b_truncated[0]), step
+        if experiment == "paralysis":
+            expected_torque = default_gear * np.asarray(schedule[task], dtype=np.float64) * inner_action
+            np.testing.assert_allclose(base.data.qfrc_actuator[actuated_dofs], expected_torque, rtol=1e-12, atol=0)
+        else:
+            assert base.model.geom_friction[base.model.geom("floor").id, 0] == schedule[task]
+        if terminated or truncated:
+            ends["terminated" if terminated else "truncated"] += 1
+            obs, _ = env.reset()
+            np.testing.assert_array_equal(obs, batched.reset(None, [None])[0])
+    assert adapter.find_wrapper(env, adapter.GlobalStepTasks).steps_taken == steps_per_task * num_tasks
+    assert ends["terminated" if env_id == "Ant-v5" else "truncated"] >= 1, ends  # Ant falls; HalfCheetah cannot
+
+
+def test_rescale_action_moves_an_action_by_at_most_one_ulp():
+    """ObjectRL wraps every env in RescaleAction(-1, 1); on these [-1, 1] action spaces it is the identity up to
+    float32 rounding (at most the spacing of floats at 1), which is all that separates its actions from ours."""
+    env = adapter.adapter_make_env(adapter_args("HalfCheetah-v5", 1000))("cheetah", 1, env_config=None)
+    actions = np.random.default_rng(1).uniform(-1, 1, (20_000, 6)).astype(np.float32)
+    moved = np.abs(np.stack([env.action(a) for a in actions]).astype(np.float64) - actions)
+    assert moved.max() <= np.spacing(np.float32(1.0))
+    assert env.action(np.float32([-1, -0.5, 0, 0.5, 1, 0.25])).tolist() == [-1, -0.5, 0, 0.5, 1, 0.25]
+
+
+def test_evaluation_points_and_tasks_are_the_scripts():
+    for steps_per_task, num_tasks, frequency in [(500_000, 9, 20_000), (3000, 2, 1000), (1000, 3, 300)]:
+        assert adapter.evaluation_points(steps_per_task, num_tasks, frequency) == \
+            ppo_continuous.evaluation_steps(steps_per_task, num_tasks, frequency)
+        for step in adapter.evaluation_points(steps_per_task, num_tasks, frequency):
+            assert adapter.evaluated_task(step, steps_per_task) == ppo_continuous.evaluated_task(step, steps_per_task)
+
+
+def test_evaluation_is_our_protocol():
+    """The adapter's evaluation of a deterministic policy on a task gives, episode for episode, the returns our
+    scripts' evaluate_policy gives on BatchedEnv (resets with seed + 100 + i, the evaluated task, to the end of each
+    episode). The policy's actions are multiples of 1/4, which RescaleAction passes on exactly."""
+    torch.manual_seed(0)
+    weights = torch.randn(6, 17) * 0.3
+
+    def policy(obs: torch.Tensor) -> torch.Tensor:
+        return torch.round(torch.tanh(obs.float() @ weights.T) * 4) / 4
+
+    class Agent:
+        def select_action(self, state, is_training=True):
+            assert not is_training
+            return {"action": policy(state)}
+
+    seed, episodes, task = 3, 3, 2
+    args = adapter_args("HalfCheetah-v5", 1000)
+    eval_env = adapter.adapter_make_env(args)("cheetah", seed, env_config=None, eval_env=True)
+    ours = adapter.evaluate_episodes(Agent(), eval_env, task, seed, episodes)
+    script_args = types.SimpleNamespace(norm_obs=False, max_episode_steps=1000, normalization_clip=10.0)
+    batched = nonstationary_envs.BatchedEnv("HalfCheetah-v5", "paralysis", "back-one", num_sims=episodes)
+    returns, lengths, _ = ppo_continuous.evaluate_policy(
+        lambda obs: policy(obs[0])[None], batched, task, ppo_continuous.RunningMeanStd(1, (17,)), script_args,
+        [seed], torch.device("cpu"))
+    np.testing.assert_array_equal(ours, returns[0])
+    assert (lengths == 1000).all()
+
+
+# ---- ObjectRL itself: the published modules, and a run that stops and resumes ----
+
+
+def published_and_patched(tmp_path: Path) -> tuple:
+    if not WHEEL.exists():
+        requires_objectrl()
+        pytest.skip(f"the published wheel is not at {WHEEL}")
+    published = tmp_path / "published"
+    with zipfile.ZipFile(WHEEL) as wheel:
+        names = [n for n in wheel.namelist() if n.startswith("objectrl/") and n.endswith(".py")]
+        wheel.extractall(published, names)
+    patched = tmp_path / "patched"
+    shutil.copytree(published, patched)
+    subprocess.run(["patch", "--quiet", "-p1", "-d", str(patched), "-i",
+                    str(STUDY / "objectrl-0.2.1-python3.11.patch")], check=True)
+    return published, patched, names
+
+
+def test_patch_changes_two_lines_and_no_syntax_tree(tmp_path):
+    """The patch rewrites exactly one line in each of two modules. Parsed by Python 3.12 (where found), every
+    published module's syntax tree equals the patched one's, except the one class header the patch rewrites: the
+    3.12 type parameter of Ensemble, which on 3.11 becomes a Generic base with the same bound."""
+    published, patched, names = published_and_patched(tmp_path)
+    for name in names:
+        before = (published / name).read_text().splitlines()
+        after = (patched / name).read_text().splitlines()
+        changed = [line for line in difflib.unified_diff(before, after, lineterm="", n=0)
+                   if line[:1] in "+-" and not line.startswith(("+++", "---"))]
+        assert len(changed) == (2 if name in PATCHED else 0), (name, changed)
+    candidates = [*Path.home().glob(".pyenv/versions/3.12*/bin/python3.12"), shutil.which("python3.12")]
+    python312 = next((c for c in candidates if c and not subprocess.run([str(c), "-c", "pass"],
+                                                                       capture_output=True).returncode), None)
+    if python312 is None:
+        pytest.skip("no Python 3.12 here to parse the published modules")
+    dump = ("import ast, json, sys\n"
+            "def header_free(tree):\n"
+            "    for node in ast.walk(tree):\n"
+            "        if isinstance(node, ast.ClassDef) and node.name == 'Ensemble':\n"
+            "            node.bases, node.type_params = [], []\n"
+            "    return ast.dump(tree)\n"
+            "print(json.dumps([header_free(ast.parse(open(p).read())) for p in sys.argv[1:]]))\n")
+    files = [str(root / name) for name in names for root in (published, patched)]
+    dumps = json.loads(subprocess.run([str(python312), "-c", dump, *files], capture_output=True, text=True,
+                                      check=True).stdout)
+    for name, before, after in zip(names, dumps[0::2], dumps[1::2]):
+        assert before == after, name
+    header = [n for n in ast.parse((patched / PATCHED[1]).read_text()).body if isinstance(n, ast.ClassDef)][0]
+    assert ast.unparse(header.bases[-1]).startswith("__import__('typing').Generic[(T := __import__('typing').TypeVar")
+
+
+def test_installed_objectrl_is_the_patched_release(tmp_path):
+    """The study's environment runs exactly the published modules with the patch applied, byte for byte."""
+    requires_objectrl()
+    _, patched, names = published_and_patched(tmp_path)
+    site = subprocess.run([str(VENV_PYTHON), "-c", "import objectrl, os; print(os.path.dirname(objectrl.__file__))"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    for name in names:
+        assert (Path(site).parent / name).read_bytes() == (patched / name).read_bytes(), name
+
+
+TINY = ["--env-id", "Ant-v5", "--seed", "2", "--steps-per-task", "1200", "--num-tasks", "2", "--eval-frequency", "400",
+        "--eval-episodes", "1", "--horizon", "256", "--minibatch-size", "64", "--update-epochs", "2",
+        "--checkpoint-every", "512", "--width", "32"]
+
+
+def run_adapter(run_dir: Path, *extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run([str(VENV_PYTHON), str(STUDY / "objectrl_ppo.py"), *TINY, "--run-dir", str(run_dir), *extra],
+                          capture_output=True, text=True, timeout=900)
+
+
+def test_stopped_run_resumes_bit_for_bit_and_summarize_reads_it(tmp_path):
+    """A run stopped mid-task (checkpoint, exit 75) and resumed writes the evaluations and final weights of the run
+    that was never stopped, bit for bit; scripts/summarize.py reads its outputs as a run of method ObjectRL_PPO."""
+    requires_objectrl()
+    whole = run_adapter(tmp_path / "whole")
+    assert whole.returncode == 0, whole.stderr[-2000:]
+    stopped = run_adapter(tmp_path / "split", "--stop-at", "700")
+    assert stopped.returncode == 75, stopped.stderr[-2000:]
+    assert "stopped at step 768" in stopped.stdout
+    resumed = run_adapter(tmp_path / "split")
+    assert resumed.returncode == 0 and "resumed" in resumed.stdout, resumed.stderr[-2000:]
+    whole_csv, split_csv = ((tmp_path / d / "evaluations.csv").read_text() for d in ("whole", "split"))
+    assert whole_csv == split_csv
+    assert [int(line.split(",")[0]) for line in whole_csv.splitlines()[1:]] == [0, 400, 800, 1200, 1600, 2000, 2400]
+    # ObjectRL's own save of the final weights, in its log folder of the last session (one folder per process)
+    weights = [torch.load(max((tmp_path / d / "objectrl_logs").rglob("checkpoint.pt"), key=os.path.getmtime),
+                          weights_only=False) for d in ("whole", "split")]
+    assert weights[0].keys() == weights[1].keys()
+    compared = [key for key in weights[0] if not weights[0][key].is_meta]  # the Ensemble's meta-device prototype
+    assert len(compared) >= 10
+    for key in compared:
+        assert torch.equal(weights[0][key], weights[1][key]), key
+    config = json.loads((tmp_path / "whole" / "config.json").read_text())
+    assert config["method"] == "ObjectRL_PPO" and config["objectrl"]["version"] == "0.2.1"
+    assert config["objectrl"]["knobs"]["training"]["learn_frequency"] == 256
+    summary = subprocess.run([sys.executable, str(REPO / "scripts" / "summarize.py"), str(tmp_path / "whole")],
+                             capture_output=True, text=True)
+    assert summary.returncode == 0, summary.stderr
+    assert "ObjectRL_PPO" in summary.stdout
