@@ -156,10 +156,10 @@ class OurProtocolExperiment(ControlExperiment):
                          "critic_iter": self.agent.critic.iter},
             "memory": None if stored is None else {key: value.clone() for key, value in stored.items()},
             "torch_rng": torch.get_rng_state(),
-            "numpy_rng": np.random.get_state(),
+            "numpy_rng": numpy_rng_state(),
             "env": nonstationary_envs.get_env_state(inner),
             "steps_taken": self.tasks.steps_taken,
-            "observation": np.asarray(self.tasks.last_observation),
+            "observation": torch.from_numpy(np.asarray(self.tasks.last_observation)),
             "pending": list(self.pending),
             "time": {"train_s": time.perf_counter() - self.train_start + self.previous_train_s,
                      "eval_s": self.eval_seconds},
@@ -188,10 +188,9 @@ class OurProtocolExperiment(ControlExperiment):
             self.agent.experience_memory.add_batch(TensorDict(memory, batch_size=[size]))
         nonstationary_envs.set_env_state(find_wrapper(self.env, nonstationary_envs.NonstationaryEnv), state["env"])
         self.tasks.steps_taken = state["steps_taken"]
-        self.tasks.last_observation = state["observation"]
-        self.tasks.resume_observation = state["observation"]
+        self.tasks.last_observation = self.tasks.resume_observation = state["observation"].numpy()
         torch.set_rng_state(state["torch_rng"])
-        np.random.set_state(state["numpy_rng"])
+        set_numpy_rng_state(state["numpy_rng"])
         self.pending = list(state["pending"])
         self.start_step = state["global_step"]
         self.previous_train_s = state["time"]["train_s"]
@@ -199,6 +198,18 @@ class OurProtocolExperiment(ControlExperiment):
         # ObjectRL's loop counts its steps from 0: the rest of the run is max_steps more steps. Its learning schedule
         # (step index divisible by learn_frequency) lines up because global_step is a multiple of it.
         self.max_steps = self.args.total_steps - state["global_step"]
+
+
+def numpy_rng_state() -> dict:
+    """numpy's global RNG state as tensors and plain values (a checkpoint torch.load reads with weights_only)."""
+    name, keys, position, has_gauss, cached_gaussian = np.random.get_state()
+    return {"name": name, "keys": torch.from_numpy(keys.astype(np.int64)), "position": int(position),
+            "has_gauss": int(has_gauss), "cached_gaussian": float(cached_gaussian)}
+
+
+def set_numpy_rng_state(state: dict) -> None:
+    np.random.set_state((state["name"], state["keys"].numpy().astype(np.uint32), state["position"],
+                         state["has_gauss"], state["cached_gaussian"]))
 
 
 class RunInterrupted(Exception):
@@ -244,7 +255,8 @@ def run_config(args: argparse.Namespace, config: dict) -> dict:
     resolved = MainConfig.from_config(copy.deepcopy(config))
     knobs = {"model": _plain(resolved.model), "training": _plain(resolved.training), "system": _plain(resolved.system)}
     return {
-        "args": {key: value for key, value in vars(args).items() if key not in ("run_dir", "stop_at")},
+        # run_dir and num_seeds as our scripts record them (the studies' resume_store.py groups runs by them)
+        "args": {**{key: value for key, value in vars(args).items() if key != "stop_at"}, "num_seeds": 1},
         "script": "objectrl_ppo.py", "method": "ObjectRL_PPO", "run_name": f"ObjectRL_PPO__seed{args.seed}",
         "num_tasks": args.num_tasks, "total_steps": args.total_steps,
         "schedule": [str(p) for p in schedule[: args.num_tasks]], "device": "cpu",
@@ -325,7 +337,7 @@ def main(argv: list) -> int:
     experiment = OurProtocolExperiment(MainConfig.from_config(config), args)
     checkpoint = experiment.checkpoint_path
     if checkpoint.exists():
-        state = torch.load(checkpoint, weights_only=False)
+        state = torch.load(checkpoint, weights_only=True)
         experiment.restore(state)
         keep_rows_until(experiment.evaluations_csv, state["global_step"])  # evaluated before the checkpoint
         print(f"resumed {run_dir} at step {state['global_step']}", flush=True)
