@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# Phase 1 of the ObjectRL study: ObjectRL's PPO (objectrl_ppo.py, the study's environment from install.sh) and our PPO
+# with the rebuild flags, Ant-v5 and HalfCheetah-v5 paralysis back-one, the first 2 tasks (1 M steps), seeds 1-3.
+# Two lanes at a time (one per core) under nice 19; the runs live outside the work tree and resume across sessions.
+#
+#   bash studies/2026-12-07_objectrl_ppo/launch.sh            # start (or resume) every unfinished run, in the background
+#   bash studies/2026-12-07_objectrl_ppo/launch.sh --status   # steps done per run
+#   bash studies/2026-12-07_objectrl_ppo/launch.sh --stop     # SIGTERM: every run writes a checkpoint and exits 75
+#   bash studies/2026-12-07_objectrl_ppo/launch.sh --collect  # the small outputs into studies/2026-12-07_objectrl_ppo/outputs/
+#   bash studies/2026-12-07_objectrl_ppo/launch.sh --stash    # after --stop: the resume points into .../resume/, to commit
+set -u
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO=$(git -C "$HERE" rev-parse --show-toplevel)
+# every run of phase 1, ObjectRL's and ours, on this commit (the adapter, its tests; the scripts as at 8c9228c)
+PIN=${OBJECTRL_STUDY_PIN:-888ff49718298b79c222d996c4a316e98274eb2a}
+ROOT=${OBJECTRL_STUDY_ROOT:-/work/objectrl_ppo}
+CODE=$ROOT/code
+RUNS=$ROOT/runs
+OUTPUTS=$HERE/outputs
+STORE=$HERE/resume
+OBJECTRL_PYTHON=${OBJECTRL_VENV:-$HERE/.venv}/bin/python
+RESUME_STORE=$HERE/../2026-11-26_paper_length_v0.1_defaults/resume_store.py
+STEPS_PER_TASK=500000
+NUM_TASKS=2
+# docs/ppo.md's rebuild of ObjectRL's choices, with --log-std-init 0: ObjectRL's log std parameter starts at 0 and
+# its clamp at -1 holds it there with no gradient; from our default -1 the clamp would let it learn downwards
+REBUILD_FLAGS="--layer-norm plain --init torch --log-std-init 0 --log-std-max -1 --no-norm-obs --no-norm-reward"
+# lanes of jobs "METHOD ENV FIRST_SEED [SEEDS]", run in order; seed 1 of both envs first, ours (fast) first
+LANES=(
+    "PPO_objectrl_flags:Ant:1:3 PPO_objectrl_flags:HalfCheetah:1:3 ObjectRL_PPO:HalfCheetah:1 ObjectRL_PPO:Ant:2 ObjectRL_PPO:HalfCheetah:3"
+    "ObjectRL_PPO:Ant:1 ObjectRL_PPO:HalfCheetah:2 ObjectRL_PPO:Ant:3"
+)
+RUNNING="^bash $HERE/launch.sh --lane"
+
+status() {
+    python3 - "$RUNS" <<'PY'
+import csv, glob, json, os, signal, sys
+signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+root = sys.argv[1]
+print(f"{'run':<62} {'steps':>9} {'of':>9}  state")
+for config in sorted(glob.glob(os.path.join(root, "**", "config.json"), recursive=True)):
+    run_dir = os.path.dirname(config)
+    total = json.load(open(config))["total_steps"]
+    path = os.path.join(run_dir, "evaluations.csv")
+    rows = list(csv.DictReader(open(path))) if os.path.exists(path) else []
+    step = int(rows[-1]["global_step"]) if rows else 0
+    state = "finished" if os.path.exists(os.path.join(run_dir, "summary.json")) else "unfinished"
+    print(f"{os.path.relpath(run_dir, root):<62} {step:>9,} {total:>9,}  {state}")
+PY
+}
+
+run_job() {  # METHOD ENV FIRST_SEED [SEEDS]: one process, resumed from its checkpoint if it has one
+    local method=$1 env=$2 seed=$3 seeds=${4:-1}
+    local dir=$RUNS/paralysis/$env/back-one/$method
+    local common=(--env-id "$env-v5" --experiment paralysis --strategy back-one --steps-per-task $STEPS_PER_TASK
+                  --num-tasks $NUM_TASKS --eval-frequency 20000 --eval-episodes 10 --seed "$seed")
+    mkdir -p "$dir/seed$seed"
+    if [[ $method == ObjectRL_PPO ]]; then
+        [[ -f $dir/seed$seed/summary.json ]] && return 0
+        nice -n 19 "$OBJECTRL_PYTHON" "$CODE/studies/2026-12-07_objectrl_ppo/objectrl_ppo.py" "${common[@]}" \
+            --run-dir "$dir/seed$seed" >>"$dir/seed$seed/stdout.log" 2>&1
+    else
+        [[ -f $dir/seed$((seed + seeds - 1))/summary.json ]] && return 0
+        # shellcheck disable=SC2086
+        nice -n 19 python3 "$CODE/ppo_continuous.py" "${common[@]}" --num-seeds "$seeds" $REBUILD_FLAGS \
+            --exp-name "$method" --torch-threads 1 --env-threads 1 --run-dir "$dir/seed{seed}" \
+            >>"$dir/seed$seed/stdout.log" 2>&1
+    fi
+}
+
+case ${1:-} in
+    --status) status; exit 0 ;;
+    --lane)
+        cd "$CODE" || exit 1
+        for job in $2; do
+            IFS=: read -r -a fields <<<"$job"
+            echo "[lane $(date '+%F %T')] $job"
+            run_job "${fields[@]}"
+            rc=$?
+            ((rc == 0)) || { echo "[lane $(date '+%F %T')] $job stopped (exit $rc)"; exit "$rc"; }
+        done
+        echo "[lane $(date '+%F %T')] done"; exit 0 ;;
+    --collect)
+        (cd "$RUNS" && find . -name config.json -printf '%h\n') | while read -r run; do
+            mkdir -p "$OUTPUTS/$run"
+            for name in config.json evaluations.csv plasticity.csv summary.json; do
+                [[ -f $RUNS/$run/$name ]] && cp "$RUNS/$run/$name" "$OUTPUTS/$run/$name"
+            done
+        done
+        echo "copied into $OUTPUTS"; exit 0 ;;
+    --stash)
+        if pgrep -f "$RUNNING" >/dev/null; then
+            echo "error: runs are still running; --stop them first (each writes a checkpoint), then --stash" >&2; exit 2
+        fi
+        python3 "$RESUME_STORE" stash "$RUNS" "$STORE" || exit
+        echo "stashed into $STORE (commit it)"; exit 0 ;;
+    --stop)
+        pkill -TERM -f "$CODE/(studies/2026-12-07_objectrl_ppo/objectrl_ppo|ppo_continuous)\\.py" || echo "no run running"
+        exit 0 ;;
+    "") ;;
+    *) echo "usage: $0 [--status | --stop | --collect | --stash]" >&2; exit 2 ;;
+esac
+
+if pgrep -f "$RUNNING" >/dev/null; then
+    echo "already running:"; status; exit 0
+fi
+[[ -x $OBJECTRL_PYTHON ]] || { echo "error: no ObjectRL environment at $OBJECTRL_PYTHON; run install.sh first" >&2; exit 1; }
+if [[ ! -d $CODE/.git ]]; then
+    git clone --quiet --no-checkout "$REPO" "$CODE" && git -C "$CODE" checkout --quiet --detach "$PIN" || {
+        echo "error: could not clone $REPO at $PIN into $CODE" >&2; exit 1; }
+fi
+[[ $(git -C "$CODE" rev-parse HEAD) == "$PIN" ]] || { echo "error: $CODE is not at $PIN" >&2; exit 1; }
+mkdir -p "$RUNS"
+echo "[launch $(date '+%F %T')] code $PIN, runs in $RUNS" >>"$ROOT/launch.log"
+python3 "$RESUME_STORE" restore "$RUNS" "$STORE" "$OUTPUTS" | sed 's/^/[restore] /' | tee -a "$ROOT/launch.log"
+((PIPESTATUS[0] == 0)) || { echo "error: could not restore from $STORE and $OUTPUTS" >&2; exit 1; }
+for lane in "${LANES[@]}"; do
+    nohup bash "$HERE/launch.sh" --lane "$lane" >>"$ROOT/launch.log" 2>&1 </dev/null &
+done
+echo "started ${#LANES[@]} lanes in the background; log: $ROOT/launch.log"
