@@ -248,3 +248,41 @@ def test_stopped_run_resumes_bit_for_bit_and_summarize_reads_it(tmp_path):
                              capture_output=True, text=True)
     assert summary.returncode == 0, summary.stderr
     assert "ObjectRL_PPO" in summary.stdout
+
+
+# ---- phase 1's tables ----
+
+
+def load_analysis():
+    spec = importlib.util.spec_from_file_location("objectrl_analyze", STUDY / "analyze.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_phase1_tables_are_what_analyze_regenerates():
+    assert (STUDY / "phase1_tables.md").read_text() == load_analysis().tables()
+
+
+def test_phase1_measures_and_the_readings_reference_against_numpy():
+    """AULC 0-1 M, the return at 500k and mean ± se recomputed with numpy and scipy from the committed CSVs; the
+    reference values the README's reading quotes (our default PPO, seeds 1-3) among them."""
+    from scipy import stats
+
+    analysis = load_analysis()
+    quoted = {"Ant": 1477, "HalfCheetah": 2715}
+    for env in analysis.ENVS:
+        aulcs = []
+        for seed in analysis.SEEDS:
+            path = analysis.DEFAULT_PPO / "paralysis" / env / "back-one" / "PPO" / f"seed{seed}" / "evaluations.csv"
+            data = np.genfromtxt(path, delimiter=",", names=True)
+            kept = data[data["global_step"] <= 1_000_000]
+            assert len(kept) == 51
+            measures = analysis.seed_measures(analysis.evaluations(analysis.DEFAULT_PPO, env, "PPO", seed))
+            assert measures["aulc"] == pytest.approx(kept["return_mean"].mean(), rel=1e-12)
+            assert measures["at_500k"] == kept["return_mean"][kept["global_step"] == 500_000][0]
+            aulcs.append(kept["return_mean"].mean())
+        mean, se = analysis.mean_se(aulcs)
+        assert (mean, se) == pytest.approx((np.mean(aulcs), stats.sem(aulcs)), rel=1e-12)
+        assert round(mean) == quoted[env]
+        assert f"| PPO (ours, default) | {mean:,.0f} ± {se:,.0f} |" in (STUDY / "phase1_tables.md").read_text()
