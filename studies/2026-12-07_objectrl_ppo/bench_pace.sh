@@ -9,7 +9,8 @@ ROUNDS=${1:-2}
 STEPS=${2:-8192}
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
-echo "# $(date -u '+%Y-%m-%d %H:%M UTC') $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) cores," \
+cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)
+echo "# $(date -u '+%Y-%m-%d %H:%M UTC') $cpu, $(nproc) cores," \
      "load $(cut -d' ' -f1-3 /proc/loadavg); $STEPS steps per run, one evaluation episode"
 for round in $(seq "$ROUNDS"); do
     for env in Ant-v5 HalfCheetah-v5; do
@@ -20,8 +21,9 @@ for round in $(seq "$ROUNDS"); do
             --eval-frequency "$STEPS" --eval-episodes 1 --layer-norm plain --init torch --log-std-init 0 \
             --log-std-max -1 --no-norm-obs --no-norm-reward --run-dir "$OUT/ours_${env}_$round" > /dev/null 2>&1
         for who in objectrl ours; do
-            python -c "import json,sys; s=json.load(open(sys.argv[1])); print(f'round $round $env $who train_sps {s[\"train_sps\"]:.1f}')" \
-                "$OUT/${who}_${env}_$round/summary.json"
+            sps=$(python -c 'import json, sys; print(f"{json.load(open(sys.argv[1]))[\"train_sps\"]:.1f}")' \
+                  "$OUT/${who}_${env}_$round/summary.json")
+            echo "round $round $env $who train_sps $sps"
         done
     done
 done

@@ -26,4 +26,5 @@ echo "$WHEEL_SHA256  $VENV/wheels/$WHEEL" | sha256sum --check --quiet
 "$VENV/bin/python" -m pip install --quiet --no-deps --no-compile --ignore-requires-python "$VENV/wheels/$WHEEL"
 SITE=$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 patch --quiet --forward -p1 -d "$SITE" < "$HERE/objectrl-0.2.1-python3.11.patch"
-"$VENV/bin/python" -c 'import objectrl.models.ppo, objectrl.experiments.control_experiment; print("objectrl 0.2.1 ready")'
+"$VENV/bin/python" -c "import objectrl.models.ppo, objectrl.experiments.control_experiment"
+echo "objectrl 0.2.1 ready"

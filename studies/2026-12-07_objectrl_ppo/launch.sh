@@ -3,11 +3,11 @@
 # with the rebuild flags, Ant-v5 and HalfCheetah-v5 paralysis back-one, the first 2 tasks (1 M steps), seeds 1-3.
 # Two lanes at a time (one per core) under nice 19; the runs live outside the work tree and resume across sessions.
 #
-#   bash studies/2026-12-07_objectrl_ppo/launch.sh            # start (or resume) every unfinished run, in the background
+#   bash studies/2026-12-07_objectrl_ppo/launch.sh            # start or resume every unfinished run, in the background
 #   bash studies/2026-12-07_objectrl_ppo/launch.sh --status   # steps done per run
 #   bash studies/2026-12-07_objectrl_ppo/launch.sh --stop     # SIGTERM: every run writes a checkpoint and exits 75
-#   bash studies/2026-12-07_objectrl_ppo/launch.sh --collect  # the small outputs into studies/2026-12-07_objectrl_ppo/outputs/
-#   bash studies/2026-12-07_objectrl_ppo/launch.sh --stash    # after --stop: the resume points into .../resume/, to commit
+#   bash studies/2026-12-07_objectrl_ppo/launch.sh --collect  # the small outputs into this folder's outputs/
+#   bash studies/2026-12-07_objectrl_ppo/launch.sh --stash    # after --stop: the resume points into resume/, to commit
 set -u
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(git -C "$HERE" rev-parse --show-toplevel)
@@ -27,7 +27,8 @@ NUM_TASKS=2
 REBUILD_FLAGS="--layer-norm plain --init torch --log-std-init 0 --log-std-max -1 --no-norm-obs --no-norm-reward"
 # lanes of jobs "METHOD ENV FIRST_SEED [SEEDS]", run in order; seed 1 of both envs first, ours (fast) first
 LANES=(
-    "PPO_objectrl_flags:Ant:1:3 PPO_objectrl_flags:HalfCheetah:1:3 ObjectRL_PPO:HalfCheetah:1 ObjectRL_PPO:Ant:2 ObjectRL_PPO:HalfCheetah:3"
+    "PPO_objectrl_flags:Ant:1:3 PPO_objectrl_flags:HalfCheetah:1:3 ObjectRL_PPO:HalfCheetah:1 ObjectRL_PPO:Ant:2
+     ObjectRL_PPO:HalfCheetah:3"
     "ObjectRL_PPO:Ant:1 ObjectRL_PPO:HalfCheetah:2 ObjectRL_PPO:Ant:3"
 )
 RUNNING="^bash $HERE/launch.sh --lane"
@@ -95,7 +96,8 @@ case ${1:-} in
         python3 "$RESUME_STORE" stash "$RUNS" "$STORE" || exit
         echo "stashed into $STORE (commit it)"; exit 0 ;;
     --stop)
-        pkill -TERM -f "$CODE/(studies/2026-12-07_objectrl_ppo/objectrl_ppo|ppo_continuous)\\.py" || echo "no run running"
+        pkill -TERM -f "$CODE/(studies/2026-12-07_objectrl_ppo/objectrl_ppo|ppo_continuous)\\.py" ||
+            echo "no run running"
         exit 0 ;;
     "") ;;
     *) echo "usage: $0 [--status | --stop | --collect | --stash]" >&2; exit 2 ;;
@@ -104,7 +106,8 @@ esac
 if pgrep -f "$RUNNING" >/dev/null; then
     echo "already running:"; status; exit 0
 fi
-[[ -x $OBJECTRL_PYTHON ]] || { echo "error: no ObjectRL environment at $OBJECTRL_PYTHON; run install.sh first" >&2; exit 1; }
+[[ -x $OBJECTRL_PYTHON ]] || {
+    echo "error: no ObjectRL environment at $OBJECTRL_PYTHON; run install.sh first" >&2; exit 1; }
 if [[ ! -d $CODE/.git ]]; then
     git clone --quiet --no-checkout "$REPO" "$CODE" && git -C "$CODE" checkout --quiet --detach "$PIN" || {
         echo "error: could not clone $REPO at $PIN into $CODE" >&2; exit 1; }
