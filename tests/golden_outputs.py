@@ -42,8 +42,8 @@ from tiny_run import REPO_ROOT, run_script, two_seed_flags  # noqa: E402
 # 363535a (v0.1's last commit): the first commit with ppo_redo and ppo_snp, whose five older scripts are byte for byte
 # those of ae9ef78, where they reproduced the previous reference aa9ecc08 bit for bit; now every script is guarded.
 # d3270e2 (v0.2): the default moves to --log-std-init -1 without observation or reward normalization (nonormstd1,
-# docs/studies/2026-11-27_why_ppo_does_not_walk_on_ant); with V01_FLAGS every script still reproduces 363535a.
-# 823e260 (v0.3): reward normalization is the default again (docs/studies/2026-11-29_eppo_ind_gap_on_ant); with
+# studies/2026-11-27_why_ppo_does_not_walk_on_ant); with V01_FLAGS every script still reproduces 363535a.
+# 823e260 (v0.3): reward normalization is the default again (studies/2026-11-29_eppo_ind_gap_on_ant); with
 # V02_FLAGS every script still reproduces d3270e2 bit for bit. v0.4 (71aed13) changed CB's HalfCheetah defaults only,
 # whose effect the tiny runs never reach: no unit matures in them (tests/methods/test_cb.py holds v0.3's CB values apart).
 REFERENCE_COMMIT = "823e260cb382a2e453ddd5717aa0e8961beef018"
@@ -58,7 +58,7 @@ V01_FLAGS = ("--hidden-dim", "256", "--activation", "relu", "--layer-norm", "aff
              "--include-cfrc-ext-in-observation")
 # v0.2's defaults (2026-11-27 to 2026-11-29: raw rewards) and v0.2's commit: the one flag --no-norm-reward gives them
 # back, and with it the work tree's scripts reproduce that commit's tiny runs bit for bit
-# (docs/studies/2026-11-29_eppo_ind_gap_on_ant: reward normalization became the default of every script).
+# (studies/2026-11-29_eppo_ind_gap_on_ant: reward normalization became the default of every script).
 V02_COMMIT = "d3270e2666667835da00fe1e6d0bc168967adca6"
 V02_FLAGS = ("--no-norm-reward",)
 # Every earlier set of defaults, (the last commit whose defaults they were, those defaults as flags), oldest first.

@@ -715,7 +715,7 @@ def test_method_name_marks_every_departure_from_the_defaults():
     assert len(names) == 4
 
 
-# ---- The diagnostics that tell the critic's mechanisms apart (docs/studies/2026-11-29_eppo_ind_gap_on_ant) ----
+# ---- The diagnostics that tell the critic's mechanisms apart (studies/2026-11-29_eppo_ind_gap_on_ant) ----
 
 
 def _near_termination_brute_force(terminations, dones, window):
@@ -782,7 +782,7 @@ def test_advantage_max_z_is_the_largest_normalized_advantage_and_one_outlier_rea
 
 
 # ---- The readings of the critic, as flags, each defaulting to today's behaviour
-# (docs/studies/2026-11-29_eppo_ind_gap_on_ant) ----
+# (studies/2026-11-29_eppo_ind_gap_on_ant) ----
 
 
 def test_algorithm1_hyperprior_is_its_printed_line_against_scipy():

@@ -84,7 +84,7 @@ def test_normalize_advantages_per_seed():
     torch.testing.assert_close(normalized.std(-1), stds / (stds + 1e-8), atol=1e-12, rtol=0)
 
 
-# ---- The policy flags (since v0.2, 2026-11-27: docs/studies/2026-11-27_why_ppo_does_not_walk_on_ant): each reading
+# ---- The policy flags (since v0.2, 2026-11-27: studies/2026-11-27_why_ppo_does_not_walk_on_ant): each reading
 # of the paper's unstated choices ----
 
 

@@ -379,7 +379,7 @@ def test_bad_input_is_rejected_with_a_message_naming_the_choices(flags, expected
     assert_refused_in_one_line(SCRIPTS[0], tmp_path / "run", flags, expected)
 
 
-# Every reading of the network and policy flags (v0.2, 2026-11-27: docs/studies/2026-11-27_why_ppo_does_not_walk_on_ant)
+# Every reading of the network and policy flags (v0.2, 2026-11-27: studies/2026-11-27_why_ppo_does_not_walk_on_ant)
 # at once but the defaults: no contact forces, tanh, LayerNorm without gain and shift, nn.Linear's initialization, a
 # fixed std of exp(-0.5), normalized observations and rewards (both off by default in v0.2, rewards normalized again
 # since v0.3), one clip over both networks.

@@ -205,7 +205,7 @@ def test_every_field_the_scripts_set_on_the_run_is_declared_in_run():
         assert {"global_step", "agent", "stat_sums", "progress_mark"} <= assigned  # the walk finds them
 
 
-# ---- The network flags (since v0.2, 2026-11-27: docs/studies/2026-11-27_why_ppo_does_not_walk_on_ant): each reading
+# ---- The network flags (since v0.2, 2026-11-27: studies/2026-11-27_why_ppo_does_not_walk_on_ant): each reading
 # of the paper's unstated choices that the plumbing's layers, input and optimizer step carry out ----
 
 

@@ -1,7 +1,7 @@
-"""The study "why our EPPO trails our PPO on Ant", docs/studies/2026-11-29_eppo_ind_gap_on_ant/ (which chose v0.3's
+"""The study "why our EPPO trails our PPO on Ant", studies/2026-11-29_eppo_ind_gap_on_ant/ (which chose v0.3's
 reward normalization): analyze.py's walk, screen, kappa-grid and evidence tables from hand-made evaluation logs, its
 scalars store, and its committed tables held to the README's commands; and its follow-up at the paper's length,
-docs/studies/2026-11-29_paper_length_v0.3_defaults/ (launch.sh, swamping.py, the committed tables)."""
+studies/2026-11-29_paper_length_v0.3_defaults/ (launch.sh, swamping.py, the committed tables)."""
 
 import csv
 import json
@@ -16,18 +16,18 @@ from fake_algorithm import write_launched_run
 from tiny_run import REPO_ROOT
 
 spec = importlib.util.spec_from_file_location("eppo_critic_analyze",
-                                              os.path.join(REPO_ROOT, "docs", "studies", "2026-11-29_eppo_ind_gap_on_ant", "analyze.py"))
+                                              os.path.join(REPO_ROOT, "studies", "2026-11-29_eppo_ind_gap_on_ant", "analyze.py"))
 analyze = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(analyze)
 spec = importlib.util.spec_from_file_location(
-    "swamping", os.path.join(REPO_ROOT, "docs", "studies", "2026-11-29_paper_length_v0.3_defaults", "swamping.py"))
+    "swamping", os.path.join(REPO_ROOT, "studies", "2026-11-29_paper_length_v0.3_defaults", "swamping.py"))
 swamping = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(swamping)
 spec = importlib.util.spec_from_file_location(
-    "paper_length_compare", os.path.join(REPO_ROOT, "docs", "studies", "2026-11-27_paper_length_v0.2_defaults", "compare.py"))
+    "paper_length_compare", os.path.join(REPO_ROOT, "studies", "2026-11-27_paper_length_v0.2_defaults", "compare.py"))
 compare = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(compare)
-PAPER_LENGTH = os.path.join(REPO_ROOT, "docs", "studies", "2026-11-29_paper_length_v0.3_defaults")  # the follow-up
+PAPER_LENGTH = os.path.join(REPO_ROOT, "studies", "2026-11-29_paper_length_v0.3_defaults")  # the follow-up
 
 STEPS = [0, 250_000, 500_000, 750_000, 1_000_000]  # tasks 0, 0, 0, 1, 1
 
@@ -162,8 +162,8 @@ def test_scalars_store_modes_carry_a_runs_scalars_from_one_machine_to_the_next(t
 
 
 def test_the_v03_paper_length_launcher_carries_the_eppo_runs_scalars_with_the_paper_length_launchers_outputs(tmp_path):
-    """docs/studies/2026-11-29_paper_length_v0.3_defaults/launch.sh on a hand-made root (nothing trains): --collect and --stash do what
-    docs/studies/2026-11-26_paper_length_v0.1_defaults/launch.sh does, plus the EPPO_ind runs' scalars of its three tags (PPO's none); a bad flag
+    """studies/2026-11-29_paper_length_v0.3_defaults/launch.sh on a hand-made root (nothing trains): --collect and --stash do what
+    studies/2026-11-26_paper_length_v0.1_defaults/launch.sh does, plus the EPPO_ind runs' scalars of its three tags (PPO's none); a bad flag
     exits 2 with the usage before any scalars are touched."""
     import subprocess
 
@@ -282,7 +282,7 @@ def test_the_evidence_at_the_new_default_compares_each_line_with_its_one_flag_ba
 
 
 def test_swamping_counts_the_updates_where_one_state_holds_half_the_normalized_spread(tmp_path, capsys):
-    """docs/studies/2026-11-29_paper_length_v0.3_defaults/swamping.py: z^2 / (N - 1) >= 0.5 marks an update; per task, mean ± se over
+    """studies/2026-11-29_paper_length_v0.3_defaults/swamping.py: z^2 / (N - 1) >= 0.5 marks an update; per task, mean ± se over
     seeds of the median z, that share, and the median largest var[V] (N = 100 here: z >= 7.04 is swamped)."""
     setting = tmp_path / "paralysis" / "Ant" / "back-one" / "EPPO_ind"
     zs = {1: ([4.0, 8.0, 9.0, 3.0], [3.0, 3.0, 3.0, 9.9]), 2: ([4.0, 4.0, 4.0, 4.0], [7.0, 7.1, 3.0, 5.0])}
@@ -320,20 +320,20 @@ def test_swamping_counts_the_updates_where_one_state_holds_half_the_normalized_s
     ("evidence_tables.md", "PPO,EPPO_mse_mean,EPPO_mean,EPPO_ind,EPPO_ind+clip-none,EPPO_ind+nll-mse-omega"),
     ("clip_new_default_tables.md", "EPPO_ind,EPPO_ind+norm-reward,EPPO_ind+norm-reward+clip-none,PPO+norm-reward")])
 def test_the_committed_tables_are_what_the_readme_commands_print_from_the_committed_outputs(tables, only, capsys):
-    """The study's tables are recomputable: analyze.py --only (the README's commands) on docs/studies/2026-11-29_eppo_ind_gap_on_ant/outputs."""
-    assert analyze.main([os.path.join(REPO_ROOT, "docs", "studies", "2026-11-29_eppo_ind_gap_on_ant", "outputs"), "--only", only]) == 0
-    with open(os.path.join(REPO_ROOT, "docs", "studies", "2026-11-29_eppo_ind_gap_on_ant", tables)) as f:
+    """The study's tables are recomputable: analyze.py --only (the README's commands) on studies/2026-11-29_eppo_ind_gap_on_ant/outputs."""
+    assert analyze.main([os.path.join(REPO_ROOT, "studies", "2026-11-29_eppo_ind_gap_on_ant", "outputs"), "--only", only]) == 0
+    with open(os.path.join(REPO_ROOT, "studies", "2026-11-29_eppo_ind_gap_on_ant", tables)) as f:
         assert capsys.readouterr().out == f.read()
 
 
 @pytest.mark.parametrize("setting, name", [("paralysis/Ant/back-one", "ant"),
                                            ("paralysis/HalfCheetah/back-one", "halfcheetah")])
 def test_the_committed_paper_length_tables_are_what_its_readme_commands_print(setting, name, tmp_path, capsys):
-    """docs/studies/2026-11-29_paper_length_v0.3_defaults's tables (compare.py, new = that study's outputs, old =
-    v0.2's, docs/studies/2026-11-27_paper_length_v0.2_defaults) and its swamping table are recomputable: the README's
+    """studies/2026-11-29_paper_length_v0.3_defaults's tables (compare.py, new = that study's outputs, old =
+    v0.2's, studies/2026-11-27_paper_length_v0.2_defaults) and its swamping table are recomputable: the README's
     commands on the committed outputs print them exactly."""
     assert compare.main([setting, "--new", os.path.join(PAPER_LENGTH, "outputs"), "--old",
-                         os.path.join(REPO_ROOT, "docs", "studies", "2026-11-27_paper_length_v0.2_defaults", "outputs"),
+                         os.path.join(REPO_ROOT, "studies", "2026-11-27_paper_length_v0.2_defaults", "outputs"),
                          "--plot", str(tmp_path / f"{name}.png")]) == 0
     with open(os.path.join(PAPER_LENGTH, f"{name}_tables.md")) as f:
         assert capsys.readouterr().out == f.read()

@@ -1,4 +1,4 @@
-"""The study "the paper's seven methods at its length", docs/studies/2026-12-01_paper_length_all_seven_methods/:
+"""The study "the paper's seven methods at its length", studies/2026-12-01_paper_length_all_seven_methods/:
 analyze.py on hand-made runs with known answers, and its committed tables held to the README's commands."""
 
 import importlib.util
@@ -14,10 +14,10 @@ from fake_algorithm import write_run
 from tiny_run import REPO_ROOT
 
 spec = importlib.util.spec_from_file_location("baselines_analyze",
-                                              os.path.join(REPO_ROOT, "docs", "studies", "2026-12-01_paper_length_all_seven_methods", "analyze.py"))
+                                              os.path.join(REPO_ROOT, "studies", "2026-12-01_paper_length_all_seven_methods", "analyze.py"))
 analyze = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(analyze)
-STUDY = os.path.join(REPO_ROOT, "docs", "studies", "2026-12-01_paper_length_all_seven_methods")
+STUDY = os.path.join(REPO_ROOT, "studies", "2026-12-01_paper_length_all_seven_methods")
 
 
 def test_the_significance_matrix_is_the_one_sided_paired_test_of_row_better_than_column():

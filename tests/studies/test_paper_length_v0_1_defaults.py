@@ -1,6 +1,6 @@
-"""The study "the paper's length: PPO against EPPO_ind at v0.1's defaults", docs/studies/2026-11-26_paper_length_v0.1_defaults/:
+"""The study "the paper's length: PPO against EPPO_ind at v0.1's defaults", studies/2026-11-26_paper_length_v0.1_defaults/:
 analyze.py's tables, final_episodes.py, anchor.py, resume_store.py and launch.sh on synthetic run directories with known
-answers; and compare.py of its rerun at v0.2's defaults, docs/studies/2026-11-27_paper_length_v0.2_defaults/, with both
+answers; and compare.py of its rerun at v0.2's defaults, studies/2026-11-27_paper_length_v0.2_defaults/, with both
 studies' committed tables held to their README's commands."""
 
 import importlib.util
@@ -16,19 +16,19 @@ from fake_algorithm import write_launched_run, write_run
 from tiny_run import REPO_ROOT, run_script, run_until_checkpoint_then_stop
 
 spec = importlib.util.spec_from_file_location("paper_length_analyze",
-                                              os.path.join(REPO_ROOT, "docs", "studies", "2026-11-26_paper_length_v0.1_defaults", "analyze.py"))
+                                              os.path.join(REPO_ROOT, "studies", "2026-11-26_paper_length_v0.1_defaults", "analyze.py"))
 analyze = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(analyze)
 spec = importlib.util.spec_from_file_location("paper_length_final_episodes",
-                                              os.path.join(REPO_ROOT, "docs", "studies", "2026-11-26_paper_length_v0.1_defaults", "final_episodes.py"))
+                                              os.path.join(REPO_ROOT, "studies", "2026-11-26_paper_length_v0.1_defaults", "final_episodes.py"))
 final_episodes = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(final_episodes)
 spec = importlib.util.spec_from_file_location("paper_length_anchor",
-                                              os.path.join(REPO_ROOT, "docs", "studies", "2026-11-26_paper_length_v0.1_defaults", "anchor.py"))
+                                              os.path.join(REPO_ROOT, "studies", "2026-11-26_paper_length_v0.1_defaults", "anchor.py"))
 anchor = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(anchor)
 spec = importlib.util.spec_from_file_location("paper_length_resume_store",
-                                              os.path.join(REPO_ROOT, "docs", "studies", "2026-11-26_paper_length_v0.1_defaults", "resume_store.py"))
+                                              os.path.join(REPO_ROOT, "studies", "2026-11-26_paper_length_v0.1_defaults", "resume_store.py"))
 resume_store = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(resume_store)
 
@@ -204,7 +204,7 @@ def test_anchor_table_and_its_check_against_the_paralysis_runs_task_0(tmp_path, 
 
 
 spec = importlib.util.spec_from_file_location("paper_length_compare",
-                                              os.path.join(REPO_ROOT, "docs", "studies", "2026-11-27_paper_length_v0.2_defaults", "compare.py"))
+                                              os.path.join(REPO_ROOT, "studies", "2026-11-27_paper_length_v0.2_defaults", "compare.py"))
 compare = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(compare)
 
@@ -230,7 +230,7 @@ def test_the_new_default_beside_the_old(tmp_path, capsys):
     # standing still (990): the new PPO is above from step 50 on, every later evaluation; the old EPPO_ind from task 1
     assert "| PPO | new | 1: 50, 2: 50, 3: 50 | 18 of 18 (100%) |" in out
     assert "| EPPO_ind | old | 1: 150, 2: 150, 3: 150 | 12 of 18 (67%) |" in out
-    assert "### The new default alone (docs/studies/2026-11-26_paper_length_v0.1_defaults/analyze.py)" in out
+    assert "### The new default alone (studies/2026-11-26_paper_length_v0.1_defaults/analyze.py)" in out
     # seed 3 not yet collected at the new default: its runs are complete, but 2 of 3 seeds are no verdict
     for method in ("PPO", "EPPO_ind"):
         shutil.rmtree(tmp_path / "new" / "paralysis" / "Ant" / "back-one" / method / "seed3")
@@ -256,10 +256,10 @@ def test_the_new_default_beside_the_old(tmp_path, capsys):
 @pytest.mark.parametrize("setting, tables", [("paralysis/Ant/back-one", "ant_tables.md"),
                                              ("paralysis/HalfCheetah/back-one", "halfcheetah_tables.md")])
 def test_the_committed_new_default_tables_are_what_compare_prints_from_the_committed_outputs(setting, tables, capsys):
-    """docs/studies/2026-11-27_paper_length_v0.2_defaults's tables are recomputable: compare.py on the committed
+    """studies/2026-11-27_paper_length_v0.2_defaults's tables are recomputable: compare.py on the committed
     outputs of both defaults prints them exactly."""
     assert compare.main([setting]) == 0
-    with open(os.path.join(REPO_ROOT, "docs", "studies", "2026-11-27_paper_length_v0.2_defaults", tables)) as f:
+    with open(os.path.join(REPO_ROOT, "studies", "2026-11-27_paper_length_v0.2_defaults", tables)) as f:
         assert capsys.readouterr().out == f.read()
 
 
@@ -267,12 +267,12 @@ def test_the_committed_new_default_tables_are_what_compare_prints_from_the_commi
 def test_the_committed_anchor_tables_are_what_anchor_prints_from_the_committed_outputs(study, tmp_path, capsys):
     """The stationary Ant anchor's table is recomputable with the documented command: anchor.py on the committed
     outputs prints it exactly (the figure's path goes to stderr, not into the table)."""
-    outputs = os.path.join(REPO_ROOT, "docs", "studies", study, "outputs")
+    outputs = os.path.join(REPO_ROOT, "studies", study, "outputs")
     paralysis = os.path.join(outputs, "paralysis", "Ant", "back-one")
     assert anchor.main([os.path.join(outputs, "none", "Ant", "PPO"), "--paralysis", os.path.join(paralysis, "PPO"),
                         "--beside", os.path.join(paralysis, "PPO"), os.path.join(paralysis, "EPPO_ind"),
                         "--plot", str(tmp_path / "anchor.png")]) == 0
-    with open(os.path.join(REPO_ROOT, "docs", "studies", study, "ant_anchor_tables.md")) as f:
+    with open(os.path.join(REPO_ROOT, "studies", study, "ant_anchor_tables.md")) as f:
         assert capsys.readouterr().out == f.read()
 
 
@@ -293,7 +293,7 @@ def test_the_new_default_beside_the_old_refuses_an_empty_cut(tmp_path, capsys):
 
 
 def test_a_stashed_run_resumes_bit_for_bit_on_a_fresh_machine(tmp_path, capsys):
-    """The study's runs across machines (docs/studies/2026-11-26_paper_length_v0.1_defaults/resume_store.py): a two-seed tiny PPO run stopped by
+    """The study's runs across machines (studies/2026-11-26_paper_length_v0.1_defaults/resume_store.py): a two-seed tiny PPO run stopped by
     SIGTERM, its resume points stashed into a store, restored into the empty run root of a "fresh machine" and
     resumed there, logs exactly the evaluations and plasticity of the same run left uninterrupted. Restore never moves
     a run back; once the run has finished, stash drops its resume points and restore brings back its collected
@@ -344,7 +344,7 @@ def test_a_stashed_run_resumes_bit_for_bit_on_a_fresh_machine(tmp_path, capsys):
 
 
 def test_the_launcher_reports_collects_and_stashes_a_study_root(tmp_path):
-    """docs/studies/2026-11-26_paper_length_v0.1_defaults/launch.sh's modes on a hand-made root (nothing trains): --status prints each run's steps,
+    """studies/2026-11-26_paper_length_v0.1_defaults/launch.sh's modes on a hand-made root (nothing trains): --status prints each run's steps,
     --collect copies the small outputs, --stash the unfinished run's resume point (a finished run's is dropped); a
     bad flag and a pin that is not a commit exit with an error, starting nothing."""
     import subprocess
@@ -360,7 +360,7 @@ def test_the_launcher_reports_collects_and_stashes_a_study_root(tmp_path):
            "PAPER_LENGTH_STORE": str(store)}
 
     def launch(*flags, **extra):
-        return subprocess.run(["bash", os.path.join(REPO_ROOT, "docs", "studies", "2026-11-26_paper_length_v0.1_defaults", "launch.sh"), *flags],
+        return subprocess.run(["bash", os.path.join(REPO_ROOT, "studies", "2026-11-26_paper_length_v0.1_defaults", "launch.sh"), *flags],
                               env={**env, **extra}, capture_output=True, text=True, timeout=120)
 
     status = launch("--status")

@@ -1,4 +1,4 @@
-"""The study "why our PPO does not walk on Ant-v5", docs/studies/2026-11-27_why_ppo_does_not_walk_on_ant/ (the screen
+"""The study "why our PPO does not walk on Ant-v5", studies/2026-11-27_why_ppo_does_not_walk_on_ant/ (the screen
 of the readings the paper leaves open, which chose v0.2's defaults): collect.py's training.csv from TensorBoard events,
 analyze.py's statistics on synthetic outputs with known answers, and the committed tables regenerated from the
 committed outputs."""
@@ -15,7 +15,7 @@ import pytest
 
 from tiny_run import REPO_ROOT
 
-ANT_WALK = os.path.join(REPO_ROOT, "docs", "studies", "2026-11-27_why_ppo_does_not_walk_on_ant")
+ANT_WALK = os.path.join(REPO_ROOT, "studies", "2026-11-27_why_ppo_does_not_walk_on_ant")
 
 
 def load(name: str):
@@ -27,7 +27,7 @@ def load(name: str):
 
 collect, analyze = load("collect"), load("analyze")
 # halfcheetah_check imports its neighbour analyze by that name: lend it ours while it loads, then give the name back
-# (docs/studies/2026-11-26_paper_length_v0.1_defaults has an analyze.py of its own, imported by that name in tests/studies/test_paper_length_v0_1_defaults.py)
+# (studies/2026-11-26_paper_length_v0.1_defaults has an analyze.py of its own, imported by that name in tests/studies/test_paper_length_v0_1_defaults.py)
 _previous_analyze = sys.modules.get("analyze")
 sys.modules["analyze"] = analyze
 try:
