@@ -45,6 +45,7 @@ import nonstationary_envs  # noqa: E402
 METHODS = ("PPO", "EPPO_mean", "EPPO_cor", "EPPO_ind")
 EPPO_VARIANTS = METHODS[1:]
 ROOT = os.path.join(HERE, "outputs")
+SETTINGS = ("slippery/HalfCheetah/increasing", "slippery/Ant/increasing")
 REPORTING_SEEDS = 8
 ALPHA = summarize.SIGNIFICANCE_LEVEL
 # Ant-v5's body geoms have friction 1.0 and MuJoCo takes the larger of two touching geoms' frictions, so every floor
@@ -54,9 +55,9 @@ BODY_FRICTION = {"Ant": 1.0, "HalfCheetah": 0.4}
 
 def load(setting, root: str = ROOT, seeds=None) -> dict:
     """method -> seed -> (run, config, summary) of the finished runs of METHODS, only ``seeds`` when given."""
-    runs = seven.load(setting, (root,))
-    return {method: {seed: run for seed, run in sorted(by_seed.items()) if seeds is None or seed in seeds}
-            for method, by_seed in runs.items() if method in METHODS}
+    kept = {method: {seed: run for seed, run in sorted(by_seed.items()) if seeds is None or seed in seeds}
+            for method, by_seed in seven.load(setting, (root,)).items() if method in METHODS}
+    return {method: by_seed for method, by_seed in kept.items() if by_seed}
 
 
 def against_ppo(values: dict) -> dict:
@@ -115,18 +116,17 @@ def print_per_task_against_ppo(runs: dict, setting) -> None:
 
 def print_one_physics_stretch(runs: dict, setting) -> None:
     """AULC of the tasks that share one physics (mean over them per seed) beside the other tasks', per method."""
-    same = one_physics_tasks(setting)
+    per_task = task_values(runs)
+    same = [task for task in one_physics_tasks(setting) if task < len(per_task)]
     if len(same) < 2:
         return
-    per_task = task_values(runs)
     rest = [task for task in range(len(per_task)) if task not in same]
-    print(f"\n### Tasks {same[0]}-{same[-1]}, one physics (floors up to the body's friction {BODY_FRICTION[setting.env]:g}), "
-          "and the rest\n")
+    print(f"\n### Tasks {same[0]}-{same[-1]}, one physics (floors up to the body's friction {BODY_FRICTION[setting.env]:g})"
+          + (", and the rest\n" if rest else "\n"))
     print("| AULC, mean over the tasks | " + " | ".join(m for m in METHODS if m in runs) + " |")
     print("|---|" + "---|" * len([m for m in METHODS if m in runs]))
-    for label, tasks in ((f"tasks {same[0]}-{same[-1]}", same), (f"tasks {rest[0]}-{rest[-1]}", rest)):
-        if not tasks:
-            continue
+    for tasks in (same, rest) if rest else (same,):
+        label = f"tasks {tasks[0]}-{tasks[-1]}" if len(tasks) > 1 else f"task {tasks[0]}"
         cells = [paper_length.fmt([float(np.mean([per_task[t][m][seed] for t in tasks])) for seed in runs[m]])
                  for m in METHODS if m in runs]
         print(f"| {label} | " + " | ".join(cells) + " |")
@@ -225,14 +225,15 @@ def report(setting_name: str, root: str = ROOT, seeds_spec=None, plot_path=None,
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("setting", help="slippery/Ant/increasing or slippery/HalfCheetah/increasing")
+    parser.add_argument("setting", help=" or ".join(SETTINGS))
     parser.add_argument("--root", default=ROOT, help="the outputs folder (default: the study's outputs/)")
     parser.add_argument("--seeds", help="only these seeds, e.g. 1-5 (the interim tables)")
     parser.add_argument("--plot", help="write the learning curves here")
     parser.add_argument("--cost", action="store_true", help="add steps/s and core-hours per method")
     options = parser.parse_args(argv)
-    if options.setting.count("/") != 2:
-        parser.error("argument setting: use experiment/env/strategy, e.g. slippery/Ant/increasing")
+    if options.setting not in SETTINGS:
+        parser.error(f"argument setting: {options.setting!r} is not one of this study's settings; choose one of "
+                     + ", ".join(SETTINGS))
     try:
         if options.seeds is not None:
             runlist.parse_seeds(options.seeds)
