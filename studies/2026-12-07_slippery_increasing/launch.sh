@@ -21,7 +21,7 @@ export PAPER_LENGTH_ANCHOR=0
 export PAPER_LENGTH_METHODS=PPO,EPPO_mean,EPPO_cor,EPPO_ind
 # Two phases, seeds 1-5 (one --num-seeds 5 process per method and setting), then seeds 6-8 (--num-seeds 3), each
 # HalfCheetah's four processes first, then Ant's: the 5-seed tables of HalfCheetah come after about a fifth of the
-# study and Ant's after about two thirds, where one sweep over seeds 1-8 would give no 5-seed table of the second
+# study and Ant's after about three fifths, where one sweep over seeds 1-8 would give no 5-seed table of the second
 # setting before its 8 (README.md, "Order").
 BOTH=slippery/HalfCheetah/increasing,slippery/Ant/increasing
 export PAPER_LENGTH_PHASES="$BOTH 1-5 5;$BOTH 6-8 3"

@@ -242,6 +242,9 @@ def test_the_launcher_runs_every_seed_once_at_the_papers_protocol_and_kappa_half
         assert set(flag) <= {"--env-id", "--experiment", "--strategy", "--variant", "--kappa", "--seed", "--num-seeds",
                              "--run-dir", "--torch-threads"}, run.command
     assert sorted(covered) == sorted((e, m, s) for e in ("Ant", "HalfCheetah") for m in methods for s in range(1, 9))
+    one_sweep = runlist.build_runs(methods, both, list(range(1, 9)), "/runs", seeds_per_process=5,
+                                   extra_args=("--torch-threads", "1"))
+    assert sorted(run.argv for run in runs) == sorted(run.argv for run in one_sweep)  # the order moves, no command
     assert [c[0] for c in covered[:20]] == ["HalfCheetah"] * 20 and [c[0] for c in covered[40:52]] == ["HalfCheetah"] * 12
     for script in (ppo_continuous, eppo_continuous):
         args = script.Args()
