@@ -49,7 +49,11 @@ def write_run(
             "num_tasks": num_tasks, "eval_frequency": eval_frequency, "run_dir": run_dir}  # fmt: skip
     if variant:
         args |= {"variant": variant, "kappa": kappa}
-    config = {"args": args, "script": script, "method": method, "num_tasks": num_tasks, "total_steps": steps_per_task * num_tasks}
+    import nonstationary_envs  # here, not at the top: most users of this module never write a run
+
+    schedule = [str(p) for p in nonstationary_envs.task_schedule(env_id, experiment, strategy)[:num_tasks]]  # as the scripts
+    config = {"args": args, "script": script, "method": method, "num_tasks": num_tasks, "total_steps": steps_per_task * num_tasks,
+              "schedule": schedule}  # fmt: skip
     with open(os.path.join(run_dir, "config.json"), "w") as f:
         json.dump(config, f)
     with open(os.path.join(run_dir, "evaluations.csv"), "w") as f:
