@@ -46,7 +46,7 @@ else:  # run as python scripts/plot_curves.py
 PLASTICITY_METRICS = {"effective_rank": "effective rank", "stable_rank": "stable rank", "dormant_percent": "dormant units (%)"}
 LINE_STYLES = ["--", ":", "-.", "-"]
 # The paper's colours of its methods (eppo-paper.tex's \definecolor lines; CB has none there, so matplotlib's
-# brown); other methods take the next free colours of matplotlib's cycle.
+# brown); other methods take OTHER_COLORS in turn.
 METHOD_COLORS = {"PPO": "#1F77B4", "EPPO_cor": "#FF7F0E", "PFO": "#2CA02C", "EPPO_ind": "#D62728",
                  "EPPO_mean": "#9467BD", "PPO_DRND": "#17BECF", "CB": "#8C564B"}
 OTHER_COLORS = ["#7F7F7F", "#BCBD22", "#E377C2", "#000000"]
@@ -56,7 +56,8 @@ PAPER_LAYOUT = {"figsize": (7.0, 2.9), "fontsize": 8}  # one figure across a pag
 
 def method_colors(methods) -> dict[str, str]:
     """One colour per method, the same in every figure: the paper's for its methods, then OTHER_COLORS in order."""
-    others = iter(OTHER_COLORS * (1 + len(list(methods))))
+    methods = list(methods)
+    others = iter(OTHER_COLORS * (1 + len(methods)))
     return {m: METHOD_COLORS[m] if m in METHOD_COLORS else next(others) for m in methods}
 
 
@@ -176,17 +177,20 @@ def task_end_plasticity(rows: list[dict], steps_per_task: int, num_tasks: int, n
 
 
 def _save(figure, out: str, stem: str, formats: list[str], metadata: dict | None = None) -> list[str]:
-    """The figure in each format; PNG and PDF carry `metadata` (title, task labels) as text."""
+    """The figure in each format; PNG carries `metadata` (Title, Description: the task labels) as text, PDF as its
+    Title and Subject (PDF has no Description), SVG none."""
     paths = []
     for extension in formats:
         path = os.path.join(out, f"{stem}.{extension}")
-        keep = {k: v for k, v in (metadata or {}).items() if extension in ("png", "pdf")}
+        keep = dict(metadata or {}) if extension == "png" else {}
+        if extension == "pdf" and metadata:
+            keep = {"Title": metadata.get("Title", ""), "Subject": metadata.get("Description", "")}
         figure.savefig(path, bbox_inches="tight", dpi=150, metadata=keep or None)
         paths.append(path)
     return paths
 
 
-def _legend_below(figure, ax, columns: int, **kwargs):
+def _legend_below(ax, columns: int, **kwargs):
     """The legend under the axes (and under their x label), in `columns` columns: the axes keep their width."""
     return ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=columns, frameon=False, **kwargs)
 
@@ -285,7 +289,7 @@ def curves_figure(setting, cells: dict[str, list[summarize.RunRecord]], decimals
             axes.set_ylim(low - 0.45 * (high - low), high)  # room for the legend under the curves
             axes.set_yticks(ticks)  # no ticks in that room, below the data
         else:
-            _legend_below(figure, axes, 2, title=legend_title, fontsize="small", title_fontsize="small")
+            _legend_below(axes, 2, title=legend_title, fontsize="small", title_fontsize="small")
         figure.tight_layout()
     return figure, title, labels
 

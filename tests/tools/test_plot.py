@@ -4,6 +4,7 @@ import os
 
 import pytest
 
+import nonstationary_envs
 from scripts import plot_curves, runlist, summarize
 from tests.fake_algorithm import write_run
 
@@ -16,6 +17,7 @@ def make_runs(root):
         for seed in (1, 2):
             write_run(runlist.run_dir(str(root), SETTING, method, seed), method=method, env_id="Ant-v5", experiment="slippery",
                       strategy="increasing", seed=seed, kappa=0.1 if method == "EPPO_cor" else None,
+                      schedule=nonstationary_envs.task_schedule("Ant-v5", "slippery", "increasing"),
                       returns=lambda step, task, seed=seed, offset=offset: offset + seed * (1 + step / 100),
                       plasticity=lambda step, network, seed=seed: (100.0 - step / 10 - seed, 50.0, float(seed + step / 100)))  # fmt: skip
 
@@ -128,6 +130,7 @@ def test_curves_are_titled_in_words_and_each_task_is_labelled(tmp_path, paper_la
     for method in ("PPO", "EPPO_ind"):
         for seed in (1, 2, 3):
             write_run(runlist.run_dir(str(tmp_path), setting, method, seed), method=method, seed=seed, num_tasks=9,
+                      schedule=nonstationary_envs.task_schedule("HalfCheetah-v5", "paralysis", "back-one"),
                       kappa=0.01 if method == "EPPO_ind" else None, returns=lambda step, task, seed=seed: seed + step / 100)
     groups, _ = summarize.group_runs(summarize.load_runs(str(tmp_path)))
     cells = {m: [groups[(setting, m)][s] for s in (1, 2, 3)] for m in ("PPO", "EPPO_ind")}
