@@ -86,7 +86,7 @@ def project_umap(observations: np.ndarray, seed: int) -> np.ndarray:
     try:
         import umap  # imported lazily: numba compilation makes the import take seconds
     except ImportError as error:
-        raise CoverageError(f"umap-learn is required ({error}); run `pip install -r requirements.txt`") from error
+        raise CoverageError(f"umap-learn is required ({error}); run `pip install -r requirements-dev.txt`") from error
     with warnings.catch_warnings():
         # A fixed random_state makes umap-learn single-threaded and it warns about it; that is intended.
         warnings.filterwarnings("ignore", message=".*n_jobs value.*overridden.*")

@@ -20,7 +20,9 @@ alternative="greater"); not significantly worse when p >= 0.05.
 Average score: mean of the cell means over the settings; average ranking: mean over the settings of
 each method's rank by cell mean (1 = highest; ties share the average rank). Both use only the
 settings in which every method of the table has results, so that methods are compared on the same
-settings. Runs that did not finish (no summary.json), lack evaluation rows or have no usable config.json
+settings, and appear only with more than one such setting (the average of one setting repeats it; likewise an
+environment's Average row). Below 5 seeds per cell (FEW_SEEDS) a note under the table says that its t-tests,
+and --robust's bootstrap intervals, mean little there. Runs that did not finish (no summary.json), lack evaluation rows or have no usable config.json
 are listed separately and never averaged. The runs of one cell must agree in every key of config.json but
 the bookkeeping ones (BOOKKEEPING_KEYS: seed, run directory, threads, device, tracking, ...): otherwise the
 tool stops (exit 2) with one line per group of runs that agree, or with --split-by-config shows each group
@@ -67,6 +69,9 @@ else:  # run as python scripts/summarize.py
 METRICS = ("aulc", "final_return")
 METRIC_LABELS = {"aulc": "AULC", "final_return": "Final Return"}
 SIGNIFICANCE_LEVEL = 0.05
+# Below this many seeds per cell the tables say that their t-tests (and --robust's intervals) mean little there:
+# the paper's claims rest on 15 seeds, and a research claim here on at least 5 (docs/statistics.md).
+FEW_SEEDS = 5
 PAPER_RESULTS_CSV = os.path.join(runlist.SCRIPTS_DIR, "paper_results.csv")
 ENV_ORDER = list(runlist.ENV_IDS)
 RUN_DIR_MARKERS = ("evaluations.csv", "config.json", "summary.json", "stdout.log")
@@ -827,20 +832,22 @@ def slippery_table(summaries: list[MetricSummary]) -> Table:
     envs = [e for e in ENV_ORDER if any(s.env == e for s in settings)]
     columns_settings = [runlist.Setting("slippery", e, st) for st in strategies for e in envs]
     with_n = _seed_counts_vary(summaries)
+    averaged = any(len(summary.comparable) > 1 for summary in summaries)  # over one setting: its own column again
     rows, notes = [], []
     for summary in summaries:
         averages = _aggregate_shown(summary, summary.comparable, ranking=False) if summary.comparable else [None] * len(summary.methods)
         rankings = _aggregate_shown(summary, summary.comparable, ranking=True) if summary.comparable else [None] * len(summary.methods)
         for i, method in enumerate(summary.methods):
-            cells = [_shown(summary, s, method, with_n) for s in columns_settings] + [averages[i], rankings[i]]
+            cells = [_shown(summary, s, method, with_n) for s in columns_settings]
+            cells += [averages[i], rankings[i]] if averaged else []
             label = f"{METRIC_LABELS[summary.metric]} (↑)" if i == 0 else ""
             rows.append(Row([label, method], cells, rule_before=i == 0 and bool(rows)))
         notes += _notes(summary)
     return Table(
         "slippery",
         ["Metric", "Model"],
-        [(st, len(envs)) for st in strategies] + [("Average", 2)],
-        [e for _ in strategies for e in envs] + ["Score", "Ranking"],
+        [(st, len(envs)) for st in strategies] + ([("Average", 2)] if averaged else []),
+        [e for _ in strategies for e in envs] + (["Score", "Ranking"] if averaged else []),
         rows,
         notes,
     )
@@ -864,9 +871,9 @@ def rows_table(summaries: list[MetricSummary], experiment: str) -> Table:
                 rows.append(Row([label if first else "", env if j == 0 else "", setting.strategy], cells, rule_before=first and bool(rows)))
                 first = False
             env_comparable = [s for s in env_settings if s in summary.comparable]
-            if env_comparable:
+            if len(env_comparable) > 1:  # the average of one setting would repeat its row
                 rows.append(Row(["", "", "Average"], _aggregate_shown(summary, env_comparable, ranking=False), kind="average"))
-        if summary.comparable:
+        if len(summary.comparable) > 1:  # over one setting the Overall rows would repeat its row
             rows.append(Row(["", "Overall Average", ""], _aggregate_shown(summary, summary.comparable, ranking=False), kind="average"))
             rows.append(Row(["", "Overall Average Ranking", ""], _aggregate_shown(summary, summary.comparable, ranking=True), kind="ranking"))
         notes += _notes(summary)
@@ -957,6 +964,15 @@ def _legend(style: str, p_values: bool) -> str:
     return text
 
 
+def few_seeds_note(seed_counts, what: str = "the t-tests behind the marks") -> str | None:
+    """The line under a table whose cells have fewer than FEW_SEEDS seeds (None when every cell has enough)."""
+    fewest = min(seed_counts, default=FEW_SEEDS)
+    if fewest >= FEW_SEEDS:
+        return None
+    return (f"Fewer than {FEW_SEEDS} seeds in a cell (the fewest: {fewest}): {what} mean little there; "
+            f"a claim needs at least {FEW_SEEDS} seeds per cell.")
+
+
 def render_markdown(tables: list[Table], left_out: list[RunRecord], decimals: int, p_values: bool = False, style: str = "md") -> str:
     """The tables in Markdown; style='text' writes the marks of plain text (render_text) instead of bold and
     underline."""
@@ -980,7 +996,8 @@ def render_markdown(tables: list[Table], left_out: list[RunRecord], decimals: in
             out.append("| " + " | ".join(row.labels + [_plain(c, decimals, style, p_values) for c in row.cells]) + " |")
         out.append("")
         out.append(_legend(style, p_values) + (f" Seeds per cell: {seeds.pop()}." if len(seeds) == 1 else ""))
-        out += [f"- {note}" for note in table.notes]
+        few = few_seeds_note(table.seed_counts)
+        out += [f"- {note}" for note in table.notes + ([few] if few else [])]
         out.append("")
     if left_out:
         out.append("## Incomplete or excluded runs (not in the tables)\n")
@@ -1179,6 +1196,9 @@ def render_robust_markdown(robust: list[tuple[str, list[RobustSummary]]], option
                     seeds = ", ".join(f"{seed}: {n(cell.values[seed], decimals)}" for seed in sorted(cell.values))
                     out.append(f"| {setting.env} | {setting.strategy} | {method} | {cell.n} |" + (f" {cell.n_above} |" if above else "") + f" {seeds} |")
             out.append("")
+        few = few_seeds_note([c.n for summary in summaries for c in summary.cells.values()], "the bootstrap intervals")
+        if few:
+            out += [few, ""]
         out.append(
             "IQM: mean of the seeds left after cutting the lowest and highest quarter (floor(n/4) each; the plain mean for n < 4); "
             f"[95% CI]: 2.5 and 97.5 percentiles of the IQM over {options.reps} bootstrap resamples of the seeds (numpy seed {options.seed}). "

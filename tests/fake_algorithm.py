@@ -38,10 +38,11 @@ def evaluation_rows(steps_per_task: int, num_tasks: int, eval_frequency: int) ->
 def write_run(
     run_dir, *, method="PPO", script=None, env_id="HalfCheetah-v5", experiment="paralysis", strategy="back-one",
     seed=1, steps_per_task=100, num_tasks=2, eval_frequency=50, returns=lambda step, task: 0.0, kappa=None,
-    finished=True, drop_steps=(), plasticity=lambda step, network: (10.0, 5.0, 1.0),
+    finished=True, drop_steps=(), plasticity=lambda step, network: (10.0, 5.0, 1.0), schedule=None,
 ):  # fmt: skip
     """Write a run directory; `returns(step, task)` gives return_mean, `plasticity(step, network)` the
-    (effective_rank, stable_rank, dormant_percent) triple; rows at `drop_steps` are left out."""
+    (effective_rank, stable_rank, dormant_percent) triple; rows at `drop_steps` are left out; `schedule` (the task
+    parameters, nonstationary_envs.task_schedule's) goes into config.json when given."""
     os.makedirs(run_dir, exist_ok=True)
     variant = method.split("_", 1)[1] if method.startswith("EPPO_") else None
     script = script or ("eppo_continuous.py" if variant else f"{method.lower()}_continuous.py")
@@ -50,6 +51,8 @@ def write_run(
     if variant:
         args |= {"variant": variant, "kappa": kappa}
     config = {"args": args, "script": script, "method": method, "num_tasks": num_tasks, "total_steps": steps_per_task * num_tasks}
+    if schedule is not None:  # the task parameters as the scripts record them (str of each), e.g. for the figures' labels
+        config["schedule"] = [str(task) for task in schedule[:num_tasks]]
     with open(os.path.join(run_dir, "config.json"), "w") as f:
         json.dump(config, f)
     with open(os.path.join(run_dir, "evaluations.csv"), "w") as f:

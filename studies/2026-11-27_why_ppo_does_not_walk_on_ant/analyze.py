@@ -20,6 +20,7 @@ import glob
 import math
 import os
 import sys
+import textwrap
 
 import numpy as np
 
@@ -137,11 +138,13 @@ def summarize(configs: list, standing: dict) -> list:
 
 def print_tables(table: list, standing: dict) -> None:
     print("### The screen on the unchanged Ant-v5, seeds 1001-1003 (grid-search seeds)\n")
-    print("Made by `python studies/2026-11-27_why_ppo_does_not_walk_on_ant/analyze.py` from `studies/2026-11-27_why_ppo_does_not_walk_on_ant/outputs/`. Return: the evaluation at that step "
-          "(10 deterministic episodes), mean ± se over the seeds that reached it. Above standing still: evaluations "
-          "after step 0 above the seed's zero-action return "
-          f"({', '.join(f'{seed}: {value:,.0f}' for seed, value in standing.items())}). Episode length and std: "
-          "mean over the evaluation rows of the 100k steps up to the milestone.\n")
+    note = ("Made by `python studies/2026-11-27_why_ppo_does_not_walk_on_ant/analyze.py` from "
+            "`studies/2026-11-27_why_ppo_does_not_walk_on_ant/outputs/`. Return: the evaluation at that step "
+            "(10 deterministic episodes), mean ± se over the seeds that reached it. Above standing still: evaluations "
+            "after step 0 above the seed's zero-action return "
+            f"({', '.join(f'{seed}: {value:,.0f}' for seed, value in standing.items())}). Episode length and std: "
+            "mean over the evaluation rows of the 100k steps up to the milestone.")
+    print(textwrap.fill(note, 120, break_long_words=False, break_on_hyphens=False) + "\n")  # Markdown lines <= 120
     print("| configuration | seeds | steps done | return 250k | return 500k | return 1M | above standing still | "
           "first above (per seed) | train episode length 250k / 500k | policy std 250k / 500k |")
     print("|---|---|---|---|---|---|---|---|---|---|")

@@ -15,6 +15,7 @@ than ours at 1 M" (scipy.stats.ttest_rel, alternative="less"): a small p says th
 import argparse
 import glob
 import os
+import textwrap
 
 import numpy as np
 from scipy import stats
@@ -62,10 +63,12 @@ def main() -> None:
     finals = {name: {seed: analyze.at_step(rows, STEPS) for seed, rows in seeds.items()} for name, seeds in runs.items()}
     finals = {name: {seed: v for seed, v in values.items() if v is not None} for name, values in finals.items()}
     print("### Item 3's check: stationary HalfCheetah-v5, 1 M steps, seeds 1001-1003 (grid-search seeds)\n")
-    print("Made by `python studies/2026-11-27_why_ppo_does_not_walk_on_ant/halfcheetah_check.py` from `studies/2026-11-27_why_ppo_does_not_walk_on_ant/halfcheetah_outputs/`. Return: the "
-          "evaluation at that step (10 deterministic episodes), mean ± se over the seeds that reached it. Against "
-          f"`{BASELINE}`: the seed-paired difference at 1 M and the paired one-sided t-test of \"lower than "
-          f"`{BASELINE}`\".\n")
+    note = ("Made by `python studies/2026-11-27_why_ppo_does_not_walk_on_ant/halfcheetah_check.py` from "
+            "`studies/2026-11-27_why_ppo_does_not_walk_on_ant/halfcheetah_outputs/`. Return: the "
+            "evaluation at that step (10 deterministic episodes), mean ± se over the seeds that reached it. Against "
+            f"`{BASELINE}`: the seed-paired difference at 1 M and the paired one-sided t-test of \"lower than "
+            f"`{BASELINE}`\".")
+    print(textwrap.fill(note, 120, break_long_words=False, break_on_hyphens=False) + "\n")  # Markdown lines <= 120
     print("| configuration | seeds | steps done | return 250k | return 500k | return 1M | per seed at 1M | "
           f"difference from {BASELINE} at 1M | p (lower) |")
     print("|---|---|---|---|---|---|---|---|---|")

@@ -29,6 +29,7 @@ import glob
 import importlib.util
 import os
 import sys
+import textwrap
 
 import numpy as np
 from scipy import stats
@@ -98,10 +99,11 @@ def pipeline_checks(root: str) -> None:
                               and e.return_mean > standing[seed]), None) for seed, evaluations in ant.items()}
         walking = sum(first is not None for first in firsts.values())
         verdict = ("passes" if walking >= 2 else "fails" if done >= WALK_WITHIN else "not decided yet")
-        print(f"Ant-v5 intact, PPO --norm-reward, up to step {done:,}: first evaluation above standing still "
-              + ", ".join(f"seed {seed}: {'never' if first is None else f'{first:,}'} (standing still "
-                          f"{standing[seed]:,.0f})" for seed, first in sorted(firsts.items()))
-              + f"; {walking} of {len(firsts)} seeds walk within {WALK_WITHIN:,}: **{verdict}**\n")
+        line = (f"Ant-v5 intact, PPO --norm-reward, up to step {done:,}: first evaluation above standing still "
+                + ", ".join(f"seed {seed}: {'never' if first is None else f'{first:,}'} (standing still "
+                            f"{standing[seed]:,.0f})" for seed, first in sorted(firsts.items()))
+                + f"; {walking} of {len(firsts)} seeds walk within {WALK_WITHIN:,}: **{verdict}**")
+        print(textwrap.fill(line, 120, break_long_words=False, break_on_hyphens=False) + "\n")  # Markdown lines <= 120
         # beside the rule's measure, what 2026-11-27_why_ppo_does_not_walk_on_ant's tables also show: how often, and the return at the cut
         later = [(seed, e) for seed, evaluations in ant.items() for e in evaluations if 0 < e.global_step <= done]
         above = sum(e.return_mean > standing[seed] for seed, e in later)

@@ -31,6 +31,7 @@ import json
 import math
 import os
 import sys
+import textwrap
 
 import numpy as np
 
@@ -121,10 +122,15 @@ def print_main_table(runs: dict, setting) -> dict:
         print(f"| {label}, the paper (15 seeds) | " + " | ".join(row_paper) + " |")
         print(f"| Welch p, ours = the paper's | " + " | ".join(row_p) + " |")
         print(f"| level | " + " | ".join(row_level) + " |")
-    print("\nBold: the highest mean. Underlined: not significantly below it (one-sided paired t-test of the best "
-          f"against it, p >= {ALPHA}). Level: the two-sided Welch test of our seeds against the paper's 15 seeds, "
-          f"'at' when p >= {ALPHA}.")
+    print("\n" + wrap("Bold: the highest mean. Underlined: not significantly below it (one-sided paired t-test of the "
+                      f"best against it, p >= {ALPHA}). Level: the two-sided Welch test of our seeds against the "
+                      f"paper's 15 seeds, 'at' when p >= {ALPHA}."))
     return levels
+
+
+def wrap(text: str) -> str:
+    """A paragraph of the tables as lines of at most 120 characters (what the repository's Markdown keeps to)."""
+    return textwrap.fill(text, 120, break_long_words=False, break_on_hyphens=False)
 
 
 def print_per_task(runs: dict, setting) -> None:
@@ -235,8 +241,8 @@ def print_ordering(runs: dict) -> None:
     print("|---|---|---|---|")
     for claim, test, p, holds in rows:
         print(f"| {claim} | {test} | {p:.3f} | {'yes' if holds else 'no'} |")
-    print(f"\nThe paper's ordering holds in {sum(h for *_, h in rows)} of its {len(rows)} pairs: "
-          + "; ".join(claim for claim, *_, holds in rows if holds) + ".")
+    print("\n" + wrap(f"The paper's ordering holds in {sum(h for *_, h in rows)} of its {len(rows)} pairs: "
+                      + "; ".join(claim for claim, *_, holds in rows if holds) + "."))
 
 
 def print_cost(runs: dict) -> None:

@@ -1,6 +1,7 @@
 """What users read holds together: every relative Markdown link reaches its file (and its heading, when it names
 one), no text a user reads cites our internal issue numbers, which they cannot look up (releases, dates and
-commits instead: CHANGELOG.md), and the stated size of each method's diff against the template is its size."""
+commits instead: CHANGELOG.md), the stated size of each method's diff against the template is its size, and the
+README and every Markdown line keep to their lengths."""
 
 import os
 import re
@@ -168,3 +169,22 @@ def test_the_stated_size_of_each_methods_diff_is_its_size(path, pattern, script)
         found = re.findall(pattern, " ".join(f.read().split()))  # a statement may be wrapped over lines
     assert len(found) == 1, f"{path}: the statement {pattern!r} is not there once"
     assert int(found[0]) == changed_lines(script), f"{path} says {found[0]} changed lines for {script}"
+
+
+def test_the_readme_is_a_reference_of_at_most_200_lines_of_at_most_120_characters():
+    with open(os.path.join(REPO_ROOT, "README.md"), encoding="utf-8") as f:
+        lines = f.read().splitlines()
+    assert len(lines) <= 200, len(lines)
+    assert not [f"line {n}: {len(line)}" for n, line in enumerate(lines, start=1) if len(line) > 120]
+
+
+def test_no_markdown_line_outside_a_table_runs_past_400_characters_and_docs_holds_no_study():
+    """The studies live in studies/, beside tests/studies/; docs/ is the reference. A table row may be as wide as
+    its columns; any other line of any Markdown file breaks by 400 characters."""
+    assert not os.path.exists(os.path.join(REPO_ROOT, "docs", "studies"))
+    too_long = []
+    for name in markdown_files():
+        with open(os.path.join(REPO_ROOT, name), encoding="utf-8") as f:
+            too_long += [f"{name}, line {n}: {len(line)}" for n, line in enumerate(f.read().splitlines(), start=1)
+                         if len(line) > 400 and not line.lstrip().startswith("|")]
+    assert not too_long, "\n".join(too_long)

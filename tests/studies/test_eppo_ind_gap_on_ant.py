@@ -221,7 +221,8 @@ def pipeline_check_output(tmp_path, capsys, monkeypatch, ant_levels: dict, norm_
     assert "pipeline checks" not in capsys.readouterr().out  # they bear on a --norm-reward line, and none is here
     write_config(tmp_path, "PPO+norm-reward", {1001: 1050, 1002: 1150, 1003: 950})
     assert analyze.main([str(tmp_path)]) == 0
-    return capsys.readouterr().out.split("#### The pipeline checks")[1]
+    section = capsys.readouterr().out.split("#### The pipeline checks")[1]
+    return "\n".join(" ".join(paragraph.split("\n")) for paragraph in section.split("\n\n"))  # its paragraphs unwrapped
 
 
 def test_pipeline_checks_pass(tmp_path, capsys, monkeypatch):

@@ -4,6 +4,7 @@ import os
 
 import pytest
 
+import nonstationary_envs
 from scripts import plot_curves, runlist, summarize
 from tests.fake_algorithm import write_run
 
@@ -16,6 +17,7 @@ def make_runs(root):
         for seed in (1, 2):
             write_run(runlist.run_dir(str(root), SETTING, method, seed), method=method, env_id="Ant-v5", experiment="slippery",
                       strategy="increasing", seed=seed, kappa=0.1 if method == "EPPO_cor" else None,
+                      schedule=nonstationary_envs.task_schedule("Ant-v5", "slippery", "increasing"),
                       returns=lambda step, task, seed=seed, offset=offset: offset + seed * (1 + step / 100),
                       plasticity=lambda step, network, seed=seed: (100.0 - step / 10 - seed, 50.0, float(seed + step / 100)))  # fmt: skip
 
@@ -96,3 +98,110 @@ def test_runs_whose_flags_differ_are_not_drawn_as_one_curve(tmp_path, capsys):
     assert plot_curves.main([str(tmp_path), "--out", str(tmp_path / "plots"), "--formats", "png",
                              "--split-by-config"]) == 0
     assert os.listdir(tmp_path / "plots")
+
+
+def png_text(path) -> dict:
+    """The tEXt chunks of a PNG file (keyword -> text): where _save writes a figure's title and task labels."""
+    import struct
+
+    with open(path, "rb") as f:
+        data = f.read()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    chunks, position = {}, 8
+    while position < len(data):
+        (length,), kind = struct.unpack(">I", data[position : position + 4]), data[position + 4 : position + 8]
+        body = data[position + 8 : position + 8 + length]
+        if kind == b"tEXt":
+            keyword, _, text = body.partition(b"\0")
+            chunks[keyword.decode("latin-1")] = text.decode("latin-1")
+        position += 12 + length
+    return chunks
+
+
+PARALYSIS_LABELS = ["1", "0.75", "0.5", "0.25", "0", "0.25", "0.5", "0.75", "1"]  # Appendix B's torque levels
+
+
+@pytest.mark.parametrize("paper_layout", [False, True])
+def test_curves_are_titled_in_words_and_each_task_is_labelled(tmp_path, paper_layout):
+    """The curves figure's title names the env, the setting and the seeds in words; above the axes each task's
+    label (the paralysed joints' torque, the floor's friction) sits in the middle of its task; the legend lies
+    within the figure's width under (or, in the paper's layout, inside) the axes, which keep their width."""
+    setting = runlist.Setting("paralysis", "HalfCheetah", "back-one")
+    for method in ("PPO", "EPPO_ind"):
+        for seed in (1, 2, 3):
+            write_run(runlist.run_dir(str(tmp_path), setting, method, seed), method=method, seed=seed, num_tasks=9,
+                      schedule=nonstationary_envs.task_schedule("HalfCheetah-v5", "paralysis", "back-one"),
+                      kappa=0.01 if method == "EPPO_ind" else None, returns=lambda step, task, seed=seed: seed + step / 100)
+    groups, _ = summarize.group_runs(summarize.load_runs(str(tmp_path)))
+    cells = {m: [groups[(setting, m)][s] for s in (1, 2, 3)] for m in ("PPO", "EPPO_ind")}
+    figure, title, labels = plot_curves.curves_figure(setting, cells, 2, paper_layout=paper_layout)
+    axes = figure.axes[0]
+    assert title == axes.get_title() == "HalfCheetah-v5, paralysis back-one (3 seeds)"
+    assert labels == PARALYSIS_LABELS
+    (top,) = axes.child_axes
+    assert [tick.get_text() for tick in top.get_xticklabels()] == PARALYSIS_LABELS
+    assert top.get_xticks().tolist() == [50 + 100 * i for i in range(9)]  # the middle of each 100-step task
+    assert top.get_xlabel() == "task: torque of the paralysed joints"
+    figure.canvas.draw()
+    legend = axes.get_legend().get_window_extent()
+    box = axes.get_window_extent()
+    width = figure.bbox.width
+    assert 0 <= legend.x0 and legend.x1 <= width  # not beside the axes, squeezing them
+    assert (box.contains(legend.x0, legend.y0) and box.contains(legend.x1, legend.y1)) if paper_layout else legend.y1 <= box.y0
+    assert box.width > 0.8 * width
+    import matplotlib.pyplot as plt
+
+    plt.close(figure)
+
+
+def test_task_labels_of_each_experiment():
+    schedule = ["(1.0, 1.0, 0.75, 1.0, 1.0, 1.0)", "(1.0, 1.0, 0.0, 1.0, 1.0, 1.0)"]
+    assert plot_curves.task_labels("paralysis", schedule) == ("torque of the paralysed joints", ["0.75", "0"])
+    assert plot_curves.task_labels("slippery", ["4.0", "3.75", 0.5]) == ("floor friction", ["4", "3.75", "0.5"])
+    assert plot_curves.task_labels("none", ["None"]) == ("", [])
+    assert plot_curves.setting_title(runlist.Setting("none", "Ant", "none"), [5, 8]) == "Ant-v5, stationary (5-8 seeds)"
+    assert plot_curves.setting_title(SETTING, [1]) == "Ant-v5, slippery increasing (1 seed)"
+
+
+def test_written_figures_carry_their_title_and_tasks_and_few_seeds_are_named(tmp_path):
+    make_runs(tmp_path / "root")  # slippery increasing, 2 tasks, 2 seeds
+    out = tmp_path / "plots"
+    assert plot_curves.main([str(tmp_path / "root"), "--out", str(out), "--formats", "png"]) == 0
+    curves = png_text(out / "slippery_Ant_increasing_curves.png")
+    assert curves == {"Title": "Ant-v5, slippery increasing (2 seeds)", "Description": "tasks: 0.5, 0.75", "Software": curves["Software"]}
+    profile = png_text(out / "slippery_Ant_increasing_profile.png")
+    assert profile["Title"].startswith("Ant-v5, slippery increasing (2 seeds): performance profiles")
+    assert profile["Description"].startswith("Fewer than 5 seeds in a cell (the fewest: 2): these intervals mean little")
+
+
+# The committed sample figures (docs/figures/) and the command that draws them from the committed study outputs.
+SAMPLE_ROOTS = [os.path.join("studies", "2026-11-29_paper_length_v0.3_defaults", "outputs"),
+                os.path.join("studies", "2026-12-01_paper_length_all_seven_methods", "outputs")]
+SAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "docs", "figures")
+
+
+def test_the_committed_sample_figures_are_titled_and_labelled():
+    """docs/figures/ holds one figure of each kind, HalfCheetah's at the paper's length (python
+    scripts/plot_curves.py SAMPLE_ROOTS... --formats png, and --paper-layout for paper-layout/): their titles and
+    task labels are what the command gives for those runs."""
+    stem = "paralysis_HalfCheetah_back-one"
+    title = "HalfCheetah-v5, paralysis back-one"
+    kinds = {"curves": f"{title} (8 seeds)", "seeds": f"{title}: every seed", "profile": f"{title} (8 seeds): performance profiles",
+             "plasticity_box": f"{title}: plasticity averaged over the task ends",
+             "plasticity_evolution": f"{title}: plasticity over training"}  # fmt: skip
+    for kind, start in kinds.items():
+        assert png_text(os.path.join(SAMPLES, f"{stem}_{kind}.png"))["Title"].startswith(start), kind
+    for path in (os.path.join(SAMPLES, f"{stem}_curves.png"), os.path.join(SAMPLES, "paper-layout", f"{stem}_curves.png")):
+        assert png_text(path)["Description"] == "tasks: " + ", ".join(PARALYSIS_LABELS)
+    assert "Fewer than" not in png_text(os.path.join(SAMPLES, f"{stem}_profile.png"))["Description"]
+    root = os.path.dirname(os.path.dirname(SAMPLES))
+    runs = [run for sample_root in SAMPLE_ROOTS for run in summarize.load_runs(os.path.join(root, sample_root))]
+    groups, _ = summarize.group_runs(runs)
+    setting = runlist.Setting("paralysis", "HalfCheetah", "back-one")
+    cells = {m: list(groups[(setting, m)].values()) for m in summarize.method_order(m for s, m in groups if s == setting)}
+    assert list(cells) == ["PPO", "PFO", "CB", "PPO_DRND", "EPPO_mean", "EPPO_cor", "EPPO_ind"]
+    figure, drawn_title, labels = plot_curves.curves_figure(setting, cells, 0)
+    assert drawn_title == kinds["curves"] and labels == PARALYSIS_LABELS
+    import matplotlib.pyplot as plt
+
+    plt.close(figure)

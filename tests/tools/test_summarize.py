@@ -725,7 +725,7 @@ def test_p_values_follow_each_tested_cell(tmp_path, capsys):
     assert row == (f"| AULC (↑) | HalfCheetah | back-one | 11.75 ± 1.25 (n=4) (p={ppo}) | <u>12.50 ± 1.19 (n=4)</u> (p={pfo}) | "
                    "1.00 ± nan (n=1) (no t-test) | **13.00 ± 1.29 (n=4)** |")  # fmt: skip
     assert "(p=…): that test's p-value against the best cell of the same setting" in text
-    assert text.replace(f" (p={ppo})", "").replace(f" (p={pfo})", "").replace(" (no t-test)", "").split("\n")[:8] == plain.split("\n")[:8]
+    assert text.replace(f" (p={ppo})", "").replace(f" (p={pfo})", "").replace(" (no t-test)", "").split("\n")[:7] == plain.split("\n")[:7]  # the table
     assert summarize.main([root, "--format", "latex", "--p-values"]) == 0
     assert f"$11.75\\sd{{\\pm 1.25}}\\sd{{\\,(n=4)}}$ {{\\scriptsize (p={ppo})}}" in capsys.readouterr().out
     assert summarize.main([root, "--format", "csv", "--p-values"]) == 2
@@ -768,16 +768,12 @@ def test_markdown_stays_the_default_but_on_a_terminal(tmp_path, capsys, monkeypa
         "| Metric | Environment | Strategy | PPO | EPPO_ind |",
         "|---|---|---|:---:|:---:|",
         "| AULC (↑) | HalfCheetah | back-one | <u>2.00 ± 1.00</u> | **2.25 ± 0.25** |",
-        "|  |  | Average | 2.00 | **2.25** |",
-        "|  | Overall Average |  | 2.00 | **2.25** |",
-        "|  | Overall Average Ranking |  | 2.0 | **1.0** |",
-        "| Final Return (↑) | HalfCheetah | back-one | <u>2.00 ± 1.00</u> | **2.25 ± 0.25** |",
-        "|  |  | Average | 2.00 | **2.25** |",
-        "|  | Overall Average |  | 2.00 | **2.25** |",
-        "|  | Overall Average Ranking |  | 2.0 | **1.0** |", "",
+        "| Final Return (↑) | HalfCheetah | back-one | <u>2.00 ± 1.00</u> | **2.25 ± 0.25** |", "",
         "Mean ± standard error over seeds; **bold**: highest mean; <u>underlined</u>: not significantly worse than the best "
-        "(one-sided paired t-test over seeds, p ≥ 0.05). Seeds per cell: 2.", "",
-    ])  # fmt: skip
+        "(one-sided paired t-test over seeds, p ≥ 0.05). Seeds per cell: 2.",
+        "- Fewer than 5 seeds in a cell (the fewest: 2): the t-tests behind the marks mean little there; a claim needs "
+        "at least 5 seeds per cell.", "",
+    ])  # one setting: no Average or Overall rows, which would repeat its row  # fmt: skip
     assert summarize.main([str(tmp_path)]) == 0  # stdout is not a terminal under pytest
     assert capsys.readouterr().out == expected
     monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
@@ -803,3 +799,33 @@ def test_bad_flags_exit_2_with_one_line(tmp_path, capsys, argv, names):
     captured = capsys.readouterr()
     assert captured.out == "" and len(captured.err.strip().splitlines()) == 1
     assert captured.err.startswith("error: ") and all(name in captured.err for name in names)
+
+
+@pytest.mark.parametrize("seeds", [(1, 2, 3, 4), (1, 2, 3, 4, 5)])
+def test_averages_need_two_settings_and_few_seeds_are_named(tmp_path, capsys, seeds):
+    """One setting: no Average or Overall rows (and no Average columns in the slippery layout), which would only
+    repeat it; below 5 seeds per cell one line says the tests mean little there, at 5 none (--robust likewise)."""
+    slippery = runlist.Setting("slippery", "Ant", "increasing")
+    for setting in (HC_BACK_ONE, slippery):
+        for method, value in (("PPO", 2.0), ("EPPO_cor", 3.0)):
+            for seed in seeds:
+                write_constant(tmp_path, setting, method, seed, value + 0.1 * seed, kappa=0.1 if method == "EPPO_cor" else None)
+    tables, _ = summarize.build_tables(summarize.load_runs(str(tmp_path)))
+    paralysis, = (t for t in tables if t.experiment == "paralysis")
+    slippery_table, = (t for t in tables if t.experiment == "slippery")
+    assert [r.labels for r in paralysis.rows] == [["AULC (↑)", "HalfCheetah", "back-one"], ["Final Return (↑)", "HalfCheetah", "back-one"]]
+    assert slippery_table.column_groups == [("increasing", 1)] and slippery_table.columns == ["Ant"]
+    assert all(len(r.cells) == 1 for r in slippery_table.rows)
+    assert summarize.main([str(tmp_path), "--format", "markdown", "--robust", "--bootstrap-reps", "10"]) == 0
+    few = [line for line in summarize.render_markdown(tables, [], 2).splitlines() if "Fewer than 5 seeds" in line]
+    assert few == ([] if len(seeds) >= 5 else [f"- Fewer than 5 seeds in a cell (the fewest: {len(seeds)}): the t-tests "
+                                               "behind the marks mean little there; a claim needs at least 5 seeds per cell."] * 2)
+    robust_notes = capsys.readouterr().out.count("the bootstrap intervals mean little there")
+    assert robust_notes == (0 if len(seeds) >= 5 else 2)  # one per experiment
+    # a second HalfCheetah setting brings the HalfCheetah Average row and the Overall rows back
+    for method, value in (("PPO", 2.0), ("EPPO_cor", 3.0)):
+        for seed in seeds:
+            write_constant(tmp_path, HC_FRONT_ONE, method, seed, value, kappa=0.1 if method == "EPPO_cor" else None)
+    tables, _ = summarize.build_tables(summarize.load_runs(str(tmp_path)))
+    labels = [r.labels[1] or r.labels[2] for t in tables if t.experiment == "paralysis" for r in t.rows][:5]
+    assert labels == ["HalfCheetah", "front-one", "Average", "Overall Average", "Overall Average Ranking"]
