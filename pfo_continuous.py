@@ -1016,6 +1016,13 @@ def evaluation_steps(steps_per_task: int, num_tasks: int, eval_frequency: int) -
     return sorted(points)
 
 
+def fewest_evaluations_per_task(steps_per_task: int, num_tasks: int, eval_frequency: int) -> int:
+    """The fewest evaluations any task gets after its first step (its curve's points; step 0 aside)."""
+    points = evaluation_steps(steps_per_task, num_tasks, eval_frequency)
+    return min(sum(task * steps_per_task < step <= (task + 1) * steps_per_task for step in points)
+               for task in range(num_tasks))
+
+
 def evaluated_task(global_step: int, steps_per_task: int) -> int:
     """The task an evaluation at ``global_step`` measures: the task of the step that was just taken."""
     return max(global_step - 1, 0) // steps_per_task
@@ -1878,6 +1885,10 @@ def print_header(run: Run, notes: tuple, resumed: bool) -> None:
           f"evaluation on {run.eval_env.nthread}")
     for note in notes:
         print(f"  {note}")
+    if (fewest := fewest_evaluations_per_task(args.steps_per_task, run.num_tasks, args.eval_frequency)) < 3:
+        every = max(args.steps_per_task // 10 // args.num_envs, 1) * args.num_envs
+        print(f"  note: --eval-frequency {args.eval_frequency} evaluates {fewest} time(s) in a task of "
+              f"{args.steps_per_task} steps, too few for a curve; --eval-frequency {every} gives 10")
     for seed in seeds:
         print(f"  writes {run.run_dirs[seed]}")
     if resumed:

@@ -36,6 +36,30 @@ def test_evaluation_schedule_of_the_paper():
     assert [ppo.evaluated_task(s, 300) for s in (0, 200, 300, 301, 600)] == [0, 0, 0, 1, 1]
 
 
+def test_a_schedule_with_fewer_than_3_evaluations_per_task_says_so_at_the_start(capsys):
+    """fewest_evaluations_per_task counts each task's evaluations after its first step (brute force over the
+    schedule's steps); the header names --eval-frequency in one line below 3, with a frequency that gives 10."""
+    for steps_per_task, num_tasks, every in ((500_000, 9, 20_000), (5_000, 9, 20_000), (300, 2, 200), (700, 3, 300)):
+        points = ppo.evaluation_steps(steps_per_task, num_tasks, every)
+        per_task = [len([s for s in points if s > 0 and (s - 1) // steps_per_task == task])
+                    for task in range(num_tasks)]
+        assert ppo.fewest_evaluations_per_task(steps_per_task, num_tasks, every) == min(per_task)
+    assert ppo.fewest_evaluations_per_task(500_000, 9, 20_000) == 25
+    assert ppo.fewest_evaluations_per_task(5_000, 9, 20_000) == 1
+    notes = []
+    for every in (20_000, 2_500, 1_000):
+        args = ppo.Args(steps_per_task=5_000, num_tasks=2, eval_frequency=every, eval_episodes=1)
+        run = ppo.Run()
+        run.args, run.seeds, run.device, run.num_tasks, run.run_dirs = args, [1], torch.device("cpu"), 2, {1: "d"}
+        run.env = run.eval_env = ppo.make_env(args, 1)
+        ppo.print_header(run, (), resumed=False)
+        notes.append([line for line in capsys.readouterr().out.splitlines() if "--eval-frequency" in line])
+    assert [len(lines) for lines in notes] == [1, 1, 0]
+    assert "evaluates 1 time(s)" in notes[0][0] and "evaluates 2 time(s)" in notes[1][0]
+    suggested = int(notes[0][0].split("--eval-frequency ")[-1].split()[0])
+    assert ppo.fewest_evaluations_per_task(5_000, 2, suggested) == 10
+
+
 def test_running_mean_std_matches_numpy_over_a_stream_per_seed():
     rng = np.random.default_rng(1)
     data = rng.normal(3.0, 2.0, size=(2, 500, 4)) * np.array([1.0, 5.0])[:, None, None]  # two seeds' streams
