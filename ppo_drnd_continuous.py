@@ -54,10 +54,25 @@ DRND_RATIO_CLIP_MIN, DRND_VARIANCE_EPS = 1e-3, 1e-8
 
 @dataclass
 class Args:
-    """Every flag of the command line: PPO's hyperparameters (paper, Appendix B), then the method's own, then the
-    run's settings (experiment, seeds, environment and schedule, evaluation, checkpoints, outputs), the same in every
-    script."""
+    """DRND's flags first, then PPO's (paper, Appendix B), then the run's settings."""
 
+    # DRND: bonus ensemble (EPPO paper, Appendix B) and intrinsic-reward settings (original code, online/config.conf)
+    num_targets: int = 10
+    """number of frozen random target networks in the bonus ensemble"""
+    drnd_alpha: float = 0.9
+    """bonus factor alpha in b = alpha * b1 + (1 - alpha) * b2 (EPPO paper, Appendix B)"""
+    drnd_learning_rate: float = 3e-4
+    """Adam learning rate of the DRND predictor (constant, also with --anneal-lr)"""
+    drnd_update_proportion: float = 0.25
+    """fraction of every PPO minibatch (a random subset) that trains the predictor (RND/DRND's update proportion)"""
+    int_gamma: float = 0.99
+    """discount factor of the (non-episodic) intrinsic return"""
+    ext_coef: float = 2.0
+    """weight of the extrinsic advantage in the policy advantage"""
+    int_coef: float = 1.0
+    """weight of the intrinsic advantage in the policy advantage"""
+
+    # PPO's hyperparameters (paper, Appendix B)
     learning_rate: float = 3e-4
     """Adam learning rate of the actor and of the critic"""
     anneal_lr: bool = False
@@ -103,39 +118,23 @@ class Args:
     policy_head_gain: float = 0.01
     """orthogonal gain of the policy's mean head (CleanRL and SB3: 0.01; applies to --init orthogonal)"""
     log_std_init: float = -1.0
-    """initial log standard deviation of the policy (the same for every action dimension; -1: std e^-1 = 0.37,
-    ObjectRL's, below the 0.52 where Ant's noise costs more than standing pays; 0: std 1, v0.1's default)"""
+    """initial log standard deviation of the policy, the same for every action dimension (-1: std 0.37, ObjectRL's:
+    docs/ppo.md)"""
     log_std_max: Optional[float] = None
-    """clamp the log standard deviation at this value in the policy (ObjectRL: -1, std 0.37; the clamp passes no
-    gradient above it, so from --log-std-init 0 the std stays exp(-1)); None: no clamp"""
+    """clamp the policy's log standard deviation at this value, with no gradient above it (ObjectRL: -1); None: no
+    clamp"""
     learn_log_std: bool = True
     """learn the log standard deviation (a parameter of the actor); --no-learn-log-std keeps --log-std-init"""
     norm_obs: bool = False
     """feed the networks observations normalized by their running mean and std, clipped (gymnasium's
-    NormalizeObservation; the paper never mentions it, ObjectRL has none; on in v0.1); off: the raw
-    observations (the running statistics are still kept)"""
+    NormalizeObservation; the paper never mentions it, ObjectRL has none); off: the raw observations (the running
+    statistics are still kept)"""
     normalization_clip: float = 10.0
     """normalized observations and rewards are clipped to +- this value"""
     norm_reward: bool = True
     """scale rewards by the running std of the discounted return and clip them (gymnasium's NormalizeReward; the
-    paper never mentions it, ObjectRL has none; on in v0.1, off in v0.2, on from v0.3:
-    CHANGELOG.md); --no-norm-reward: the raw rewards (the statistics are still updated)"""
-
-    # DRND: bonus ensemble (EPPO paper, Appendix B) and intrinsic-reward settings (original code, online/config.conf)
-    num_targets: int = 10
-    """number of frozen random target networks in the bonus ensemble"""
-    drnd_alpha: float = 0.9
-    """bonus factor alpha in b = alpha * b1 + (1 - alpha) * b2 (EPPO paper, Appendix B)"""
-    drnd_learning_rate: float = 3e-4
-    """Adam learning rate of the DRND predictor (constant, also with --anneal-lr)"""
-    drnd_update_proportion: float = 0.25
-    """fraction of every PPO minibatch (a random subset) that trains the predictor (RND/DRND's update proportion)"""
-    int_gamma: float = 0.99
-    """discount factor of the (non-episodic) intrinsic return"""
-    ext_coef: float = 2.0
-    """weight of the extrinsic advantage in the policy advantage"""
-    int_coef: float = 1.0
-    """weight of the intrinsic advantage in the policy advantage"""
+    paper never mentions it, ObjectRL has none; this default's history: CHANGELOG.md); --no-norm-reward: the raw
+    rewards (the statistics are still updated)"""
 
     # ---- The run's settings, the same in every script (scripts/sync_plumbing.py copies them) ----
     exp_name: str = os.path.basename(__file__)[: -len(".py")]
@@ -147,7 +146,7 @@ class Args:
     torch_deterministic: bool = True
     """make torch deterministic (`torch.use_deterministic_algorithms`; see docs/long-runs.md for the CUDA cost)"""
     cuda: bool = True
-    """use CUDA when it is available and --num-seeds >= CUDA_MIN_SEEDS (faster there, measured); an explicit
+    """use CUDA when it is available and --num-seeds >= 8 (faster there: docs/batched-seeds.md); an explicit
     `--cuda` forces CUDA whatever the number of seeds, `--no-cuda` forces the CPU"""
     torch_threads: int = 1
     """torch intra-op threads on the CPU (1 is fastest for these network sizes and keeps results bit-identical)"""
@@ -2180,16 +2179,69 @@ def validate_args(args: Args) -> None:
     validate_method(args)
 
 
+# --help keeps these together on one line: what follows "(default:", an operator and its operands, a number and the
+# word before it (tyro wraps at spaces only, so a no-break space glues two words until the help is printed)
+HELP_GLUE_AFTER = ("(default:", "Algorithm", "Appendix", "Eq.", "Sec.", "line", "lines")
+HELP_OPERATORS = ("=", "+", "-", "x", "*", "/", ">=", "<=", "->", "<-")
+
+
+def help_glued(text: str) -> str:
+    """``text`` with a no-break space (U+00A0) at every space where --help must not break a line (HELP_GLUE_AFTER)."""
+    tokens = text.split(" ")
+    glued = [tokens[0]]
+    for before, token in zip(tokens, tokens[1:]):
+        keep = (before in HELP_GLUE_AFTER or before in HELP_OPERATORS or token in HELP_OPERATORS
+                or re.match(r"-?[0-9]", token) is not None) and not before.endswith(",")  # tyro breaks at commas
+        glued.append(("\u00a0" if keep else " ") + token)
+    return "".join(glued)
+
+
+def readable_tyro_help() -> None:
+    """tyro 1.0.17's --help, patched in two private places: a docstring's paragraph is joined into one line (tyro
+    keeps a line break before a line that starts with a non-letter, as a continuation line's indent does), and a
+    line never breaks mid-expression (help_glued; the no-break spaces are printed as spaces)."""
+    import tyro._arguments
+    import tyro._backends._tyro_help_formatting as help_formatting
+    import tyro._strings
+    import textwrap
+
+    def glue(text):
+        text._segments = tuple(help_glued(part) if isinstance(part, str) else glue(part) for part in text._segments)
+        return text
+
+    if getattr(help_formatting.format_help, "readable", False):
+        return
+    tyro._strings.remove_single_line_breaks = lambda text: "\n\n".join(" ".join(block.split())
+                                                                       for block in re.split(r"\n\s*\n", text))
+    argument_helptext, format_help = tyro._arguments.generate_argument_helptext, help_formatting.format_help
+    tyro._arguments.generate_argument_helptext = lambda *args, **kwargs: glue(argument_helptext(*args, **kwargs))
+    help_formatting.format_help = lambda *args, **kwargs: [  # the description above the box is wrapped too
+        wrapped for line in format_help(*args, **kwargs) for wrapped in (
+            textwrap.wrap(line, shutil.get_terminal_size().columns) if len(line) > shutil.get_terminal_size().columns
+            and not set(line) & set("│╭╰─") else [line.replace("\u00a0", " ")])]
+    help_formatting.format_help.readable = True
+
+
+def tyro_error_line(box: str) -> str:
+    """tyro's boxed error as one line: its message, and for an unknown flag the closest of tyro's suggestions."""
+    import difflib
+
+    lines = [line.strip("╭╮╰╯│") for line in box.splitlines()[1:]]
+    message = " ".join(" ".join(itertools.takewhile(lambda line: not set(line.strip()) <= set("─"), lines)).split())
+    if "Perhaps you meant:" in box and (typo := re.search(r"Unrecognized options: (--[\w-]+)", message)):
+        names = [name for line in lines if re.match(r" {1,5}--", line) for name in re.findall(r"--[\w-]+", line)]
+        if names:
+            closest = max(names, key=lambda name: difflib.SequenceMatcher(None, typo[1], name).ratio())
+            message += f"; did you mean {closest}?"
+    return f"error: {message} (`--help` lists the flags)"
+
+
 def parse_args(argv: list) -> Args:
     """The command line as Args, validated: tyro's parser, a one-line error (exit 2) for an unknown flag or a bad
     value, and `--help | head` ends quietly (SIGPIPE's default, as command-line tools do)."""
     import tyro
-    import tyro._strings
 
-    # tyro 1.0.17 keeps a docstring's line break where the next line starts with a non-letter, which an indented
-    # continuation line always does, so --help broke a flag's text mid-phrase: one paragraph per blank-line block
-    tyro._strings.remove_single_line_breaks = lambda text: "\n\n".join(" ".join(block.split())
-                                                                       for block in re.split(r"\n\s*\n", text))
+    readable_tyro_help()
     tyro_errors, pipe_handler = io.StringIO(), signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     try:
         with contextlib.redirect_stderr(tyro_errors):
@@ -2199,10 +2251,7 @@ def parse_args(argv: list) -> Args:
         sys.stdout.flush()
         if exit_status.code in (0, None):
             raise
-        # tyro's error is a box of several lines: keep its message, on one line
-        lines = [line.strip("╭╮╰╯│ ") for line in tyro_errors.getvalue().splitlines()[1:]]
-        message = " ".join(itertools.takewhile(lambda line: not set(line) <= set("─"), lines))
-        print(f"error: {' '.join(message.split())} (`--help` lists the flags)", file=sys.stderr)
+        print(tyro_error_line(tyro_errors.getvalue()), file=sys.stderr)
         sys.exit(EXIT_INVALID_CONFIG)
     signal.signal(signal.SIGPIPE, pipe_handler)
     try:

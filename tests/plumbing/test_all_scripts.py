@@ -774,4 +774,66 @@ def test_every_flags_help_reads_as_one_paragraph(script):
     assert len(fields) > 40 and width > 40  # the box was parsed: every flag and a text column
     for flag, rendered in fields.items():
         for line, following in zip(rendered, rendered[1:]):
-            assert len(line) + 1 + len(following.split()[0]) > width, f"{script} {flag}: broken after {line!r}"
+            next_unit = template().help_glued(following.strip()).split(" ")[0]  # words --help keeps together
+            assert len(line) + 1 + len(next_unit) > width, f"{script} {flag}: broken after {line!r}"
+
+
+def template():
+    import importlib
+
+    return importlib.import_module(sync_plumbing.TEMPLATE[: -len(".py")])
+
+
+HELP_WIDTHS = (80, 120)
+
+
+@pytest.fixture(scope="module")
+def helps() -> dict:
+    """{(script, columns): its --help at that terminal width}, each script's at 80 and 120 columns."""
+    texts = {}
+    for script in SCRIPTS:
+        for columns in HELP_WIDTHS:
+            result = run_command([sys.executable, os.path.join(REPO_ROOT, script), "--help"], REPO_ROOT,
+                                 {"COLUMNS": str(columns)}, timeout=120)
+            assert result.returncode == 0, result.stderr[-2000:]
+            texts[script, columns] = result.stdout
+    return texts
+
+
+def test_help_starts_with_the_scripts_own_flags_and_tells_no_history(helps):
+    """Each script's first flag after -h is its own (the template's: PPO's first), every line fits the terminal
+    (the description above the box is wrapped), and no --help names a release, a date, a study's path or a
+    constant a user cannot look up; --cuda's text names CUDA_MIN_SEEDS's value."""
+    import importlib
+
+    template_fields = [field.name for field in dataclasses.fields(template().Args)]
+    for (script, columns), text in helps.items():
+        first_flag = re.search(r"-h, --help.*?\n.*?(--[\w-]+)", text).group(1)
+        own = [field.name for field in dataclasses.fields(importlib.import_module(script[:-3]).Args)
+               if script == sync_plumbing.TEMPLATE or field.name not in template_fields]
+        assert first_flag == "--" + own[0].replace("_", "-"), (script, first_flag)
+        assert max(len(line) for line in text.splitlines()) <= columns, script
+        history = re.findall(r"v0\.\d|20\d\d-\d\d-\d\d|docs/studies|studies/|\b[A-Z]{2,}_[A-Z_]{2,}\b", text)
+        assert not history, (script, history)
+        assert f"--num-seeds >= {template().CUDA_MIN_SEEDS}" in " ".join(text.split()), script
+
+
+def test_help_breaks_no_line_mid_expression(helps):
+    """At 80 and 120 columns no flag's text breaks inside "(default: X)", around an operator or before a number
+    (help_glued's rule, checked on the rendered lines: where a line ends, the words on both sides may part)."""
+    for (script, columns), text in helps.items():
+        for flag, rendered in help_fields(text)[0].items():
+            for line, following in zip(rendered, rendered[1:]):
+                junction = f"{line.split()[-1]} {following.split()[0]}"
+                assert not line.endswith("(default:") and template().help_glued(junction) == junction, \
+                    (script, columns, flag, line, following)
+
+
+def test_a_misspelt_flag_gets_did_you_mean(tmp_path):
+    """An unknown flag is refused in one line that suggests the closest real one (tyro's suggestions)."""
+    typos = [(SCRIPTS[0], "--seeds", "--seed"), (SCRIPTS[0], "--no-norm-rewards", "--no-norm-reward"),
+             *((script, "--learning-rat", "--learning-rate") for script in SCRIPTS)]
+    for script, typo, meant in typos:
+        result = run_script(script, tmp_path / "run", typo, "1", tiny=False, timeout=120)
+        assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1, result.stderr
+        assert f"did you mean {meant}?" in result.stderr, result.stderr
