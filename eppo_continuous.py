@@ -359,8 +359,7 @@ def make_agent(args: Args, obs_dim: int, action_dim: int, generators: list, devi
     Separate actor and critic with separate Adam optimizers (paper, Appendix B); the reward normalizer's
     statistics and each env's discounted return (training_reward)."""
     actor = Actor(obs_dim, action_dim, args, generators).to(device)
-    # EPPO: the evidential critic (Sec. 3.1), its evidence started at the hyperpriors' modes with --evidence-init
-    critic = EvidentialCritic(obs_dim, args, generators, args.evidence_transform, evidence_init_modes(args)).to(device)
+    critic = critic_as_read(obs_dim, args, generators).to(device)  # EPPO: the evidential critic (Sec. 3.1)
     return Agent(actor=actor, critic=critic,
                  actor_optimizer=SeedwiseAdam(actor.parameters(), lr=args.learning_rate, eps=1e-5),
                  critic_optimizer=SeedwiseAdam(critic.parameters(), lr=args.learning_rate, eps=1e-5),
@@ -382,24 +381,20 @@ class NIGPrediction(NamedTuple):
 
 class EvidentialCritic(nn.Module):
     """EPPO: PPO's critic trunk with a head for the NIG parameters (omega, nu, alpha, beta) (Sec. 3.1; Algorithm 1,
-    line 5); ``init_modes`` (nu, alpha - 1, beta) starts the evidence there (--evidence-init, start_evidence_at)."""
+    line 5); ``positive`` maps the head's outputs to nu, alpha - 1, beta > 0 (the paper names no map)."""
 
-    def __init__(self, obs_dim: int, args: Args, generators: list, transform: str = "softplus",
-                 init_modes: Optional[tuple] = None):
+    def __init__(self, obs_dim: int, args: Args, generators: list):
         super().__init__()
         self.trunk = mlp_trunk(obs_dim, args, generators)
         self.head = layer_init(StackedLinear(len(generators), args.hidden_dim, 4), generators, std=1.0, init=args.init)
-        self.transform = transform
-        if init_modes is not None:
-            start_evidence_at(self.head, init_modes, transform)
+        self.positive = F.softplus
 
     def forward(self, x: torch.Tensor) -> NIGPrediction:
         # strided views: computed element by element on the CPU, so a seed's evidence does not depend on K
         raw_omega, raw_nu, raw_alpha, raw_beta = self.head(self.trunk(x)).unbind(-1)
-        nu = evidence_transform(raw_nu, self.transform) + EVIDENCE_FLOOR
-        # alpha > 1 keeps var[V] finite (Sec. 3.1, footnote)
-        alpha = evidence_transform(raw_alpha, self.transform) + 1.0 + EVIDENCE_FLOOR
-        beta = evidence_transform(raw_beta, self.transform) + EVIDENCE_FLOOR
+        nu = self.positive(raw_nu) + EVIDENCE_FLOOR
+        alpha = self.positive(raw_alpha) + 1.0 + EVIDENCE_FLOOR  # alpha > 1 keeps var[V] finite (Sec. 3.1, footnote)
+        beta = self.positive(raw_beta) + EVIDENCE_FLOOR
         return NIGPrediction(raw_omega, nu, alpha, beta)
 
     features = Critic.features  # the plasticity metrics' views, as PPO's critic has them
@@ -417,32 +412,33 @@ def nig_nll(y: torch.Tensor, omega: torch.Tensor, nu: torch.Tensor, alpha: torch
             + (alpha + 0.5) * torch.log1p(squared_error_ratio) + torch.lgamma(alpha) - torch.lgamma(alpha + 0.5))
 
 
-def nig_log_hyperprior(omega: torch.Tensor, nu: torch.Tensor, alpha: torch.Tensor, beta: torch.Tensor,
-                       prior: dict = HYPERPRIOR, terms: str = "text") -> torch.Tensor:
-    """EPPO: log p(m) = log N(omega | loc, scale^2) + log Gam(nu) + log Gam(alpha - 1) + log Gam(beta), elementwise
-    (Sec. 3.1, terms "text"); terms "algorithm1": Algorithm 1's line as printed, log p(nu) twice and no log p(beta)
-    (--hyperprior-terms)."""
-    def gamma_log_pdf(x: torch.Tensor, name: str) -> torch.Tensor:
-        shape, rate = prior[f"{name}_shape"], prior[f"{name}_rate"]
-        return shape * math.log(rate) - math.lgamma(shape) + (shape - 1.0) * torch.log(x) - rate * x
+def gamma_log_pdf(x: torch.Tensor, name: str, prior: dict = HYPERPRIOR) -> torch.Tensor:
+    """EPPO: log Gam(x | shape, rate) of the hyperprior ``name`` (nu, alpha or beta), elementwise."""
+    shape, rate = prior[f"{name}_shape"], prior[f"{name}_rate"]
+    return shape * math.log(rate) - math.lgamma(shape) + (shape - 1.0) * torch.log(x) - rate * x
 
-    log_p_omega = (-0.5 * math.log(2.0 * math.pi) - math.log(prior["omega_scale"])
-                   - 0.5 * ((omega - prior["omega_loc"]) / prior["omega_scale"]).square())
-    last_term = gamma_log_pdf(beta, "beta") if terms == "text" else gamma_log_pdf(nu, "nu")
-    return log_p_omega + gamma_log_pdf(nu, "nu") + gamma_log_pdf(alpha - 1.0, "alpha") + last_term
+
+def normal_log_pdf(omega: torch.Tensor, prior: dict = HYPERPRIOR) -> torch.Tensor:
+    """EPPO: log N(omega | loc, scale^2) of the hyperprior, elementwise."""
+    return (-0.5 * math.log(2.0 * math.pi) - math.log(prior["omega_scale"])
+            - 0.5 * ((omega - prior["omega_loc"]) / prior["omega_scale"]).square())
+
+
+def nig_log_hyperprior(omega: torch.Tensor, nu: torch.Tensor, alpha: torch.Tensor, beta: torch.Tensor,
+                       prior: dict = HYPERPRIOR) -> torch.Tensor:
+    """EPPO: log p(m) = log N(omega | loc, scale^2) + log Gam(nu) + log Gam(alpha - 1) + log Gam(beta), elementwise
+    (Sec. 3.1)."""
+    log_p_omega, log_p_beta = normal_log_pdf(omega, prior), gamma_log_pdf(beta, "beta", prior)
+    return log_p_omega + gamma_log_pdf(nu, "nu", prior) + gamma_log_pdf(alpha - 1.0, "alpha", prior) + log_p_beta
 
 
 def evidential_critic_loss(y: torch.Tensor, omega: torch.Tensor, nu: torch.Tensor, alpha: torch.Tensor,
-                           beta: torch.Tensor, critic_loss: str = "nll", prior_weight: float = 0.01,
-                           prior_terms: str = "text") -> tuple:
+                           beta: torch.Tensor, prior_weight: float = 0.01, log_prior=nig_log_hyperprior) -> tuple:
     """EPPO: (loss, mean NLL, mean -log p(m)) of a minibatch of targets y (means over the sample axis): L = mean NLL
-    + prior_weight mean(-log p(m)) (Eq. (2), Sec. 3.1; Algorithm 1, lines 28-30); --critic-loss's controls, mse and
-    nll-mse-omega (whose NLL sees omega detached): control_critic_loss."""
-    # the NLL first, then the prior: the order in which autograd sums their gradients is part of the golden outputs
-    nll = nig_nll(y, omega.detach() if critic_loss == "nll-mse-omega" else omega, nu, alpha, beta).mean(-1)
-    negative_log_prior = -nig_log_hyperprior(omega, nu, alpha, beta, terms=prior_terms).mean(-1)
-    if critic_loss != "nll":
-        return control_critic_loss(critic_loss, y, omega, nll, negative_log_prior, prior_weight)
+    + prior_weight mean(-log p(m)) (Eq. (2), Sec. 3.1; Algorithm 1, lines 28-30)."""
+    # the NLL first, then the prior: autograd sums their gradients in this order, which sets the rounding
+    nll = nig_nll(y, omega, nu, alpha, beta).mean(-1)
+    negative_log_prior = -log_prior(omega, nu, alpha, beta).mean(-1)
     return nll + prior_weight * negative_log_prior, nll, negative_log_prior
 
 
@@ -484,12 +480,9 @@ def probabilistic_gae(rewards, values, value_vars, next_values, next_value_vars,
     return advantages, current_weight * value_vars + future_weight * future_value_vars
 
 
-def ucb_advantages_and_returns(advantages: torch.Tensor, advantage_stds: torch.Tensor, values: torch.Tensor,
-                               kappa: float, ucb_in_returns: bool) -> tuple:
-    """EPPO: the UCB advantage A + kappa * sqrt(var[A]) (Eq. (3)) and the critic's targets: R = A_UCB + omega as in
-    Algorithm 1 (lines 18-19), or with ``ucb_in_returns`` False R = A_mean + omega (PPO's)."""
-    ucb_advantages = advantages + kappa * advantage_stds
-    return ucb_advantages, (ucb_advantages if ucb_in_returns else advantages) + values
+def ucb_advantages(advantages: torch.Tensor, advantage_stds: torch.Tensor, kappa: float) -> torch.Tensor:
+    """EPPO: the UCB advantage A + kappa * sqrt(var[A]) (Eq. (3); Algorithm 1, line 18)."""
+    return advantages + kappa * advantage_stds
 
 
 # ---- The policy and the rewards it trains on (called by the rollout and the evaluation below the marker) ----
@@ -579,9 +572,9 @@ def ppo_loss(agent, mb, args: Args) -> tuple:
     # EPPO: L = NLL - xi * log p(m) on the targets R (Eq. (2), Sec. 3.1; --clip-vloss is rejected);
     # --critic-loss mse: PPO's (omega - R)^2 instead
     prediction = agent.critic(mb["obs"])
-    v_loss, nll_loss, hyperprior_loss = evidential_critic_loss(
-        mb["returns"], prediction.omega, prediction.nu, prediction.alpha, prediction.beta, args.critic_loss,
-        hyperprior_weight(args.xi, args.hyperprior_reduction, args.minibatch_size), args.hyperprior_terms)
+    v_loss, nll_loss, hyperprior_loss = CRITIC_LOSSES[args.critic_loss](
+        mb["returns"], *prediction, hyperprior_weight(args.xi, args.hyperprior_reduction, args.minibatch_size),
+        LOG_HYPERPRIORS[args.hyperprior_terms])
     critic_loss = args.vf_coef * v_loss if args.joint_optimizer else v_loss
 
     with torch.no_grad():
@@ -613,15 +606,15 @@ def compute_advantages(run, rollout, args: Args) -> dict:
             time_major(next_values.reshape(rollout.shape)), time_major(next_value_vars.reshape(rollout.shape)),
             time_major(rollout.terminations), time_major(rollout.dones), args.gamma, args.gae_lambda, args.variant))
         advantage_stds = advantage_vars.sqrt()
-        advantages, returns = ucb_advantages_and_returns(advantages, advantage_stds, values, args.kappa,
-                                                         args.ucb_in_returns)
+        # EPPO: R = A_UCB + omega as Algorithm 1 (line 19); --no-ucb-in-returns: PPO's R = A + omega
+        advantages, mean_advantages = ucb_advantages(advantages, advantage_stds, args.kappa), advantages
+        returns = (advantages if args.ucb_in_returns else mean_advantages) + values
     batch = {"obs": rollout.obs, "actions": rollout.actions, "old_log_probs": old_log_probs,
              "advantages": flat(advantages), "returns": flat(returns), "values": flat(values),
-             # EPPO: diagnostics, the rollout's evidence (EVIDENTIAL_TAGS)
-             "evidential": evidential_diagnostics(values, nu, alpha, beta, advantage_stds, returns, args.kappa,
-                                                  time_major(near_termination(time_major(rollout.terminations),
-                                                                              time_major(rollout.dones))),
-                                                  advantages)}
+             # EPPO: what the diagnostics read of the rollout (log_update)
+             "evidence": dict(values=values, nu=nu, alpha=alpha, beta=beta, advantage_stds=advantage_stds,
+                              returns=returns, advantages=advantages, terminations=rollout.terminations,
+                              dones=rollout.dones)}
     if args.norm_adv:  # Algorithm 1, line 19: normalized over each seed's whole batch, once, after the returns
         batch["advantages"] = normalize_advantages(batch["advantages"])
     return batch
@@ -634,8 +627,7 @@ def update(run, batch: dict, args: Args) -> dict:
     for epoch in range(args.update_epochs):
         for mb in minibatches(run, batch):  # none left once the run must stop (non-finite steps in a row)
             losses, stats = ppo_loss(run.agent, mb, args)
-            # EPPO: --critic-grad-clip none leaves the critic's gradient unclipped (the 2026-11-29 study)
-            stepped = optimizer_step(run, losses, unclipped=("critic",) if args.critic_grad_clip == "none" else ())
+            stepped = optimizer_step(run, losses, UNCLIPPED[args.critic_grad_clip])  # EPPO: --critic-grad-clip
             stats.update(critic_gradient_stats(run))  # EPPO: diagnostics, the critic's gradient (GRADIENT_TAGS)
             record(run, stats, stepped)
         if args.target_kl is not None and stats["approx_kl"].item() > args.target_kl:  # one seed (validate_method)
@@ -647,7 +639,7 @@ def log_update(run, batch: dict, means: dict) -> None:
     """CleanRL's charts/ and losses/ tags: each seed's means over the minibatch steps it took in this update."""
     y_pred, y_true = batch["values"].cpu().numpy(), batch["returns"].cpu().numpy()
     action_std = torch.exp(run.agent.actor.action_log_std().detach()).mean((1, 2)).cpu().numpy()
-    evidential = batch["evidential"].tolist()  # EPPO: diagnostics
+    evidential = rollout_diagnostics(batch["evidence"], run.args.kappa)  # EPPO: diagnostics
     for k, log in updated_seeds(run):
         var_y = np.var(y_true[k])
         log("charts/learning_rate", run.agent.actor_optimizer.param_groups[0]["lr"])
@@ -703,9 +695,17 @@ def ablation_suffixes(args: Args) -> list:
     return [name for field, name in changes.items() if getattr(args, field) != getattr(Args(), field)]
 
 
+def capped_exp(raw: torch.Tensor) -> torch.Tensor:
+    """EPPO: --evidence-transform exp, the map of the head's nu, alpha - 1, beta outputs, capped (EXP_INPUT_MAX)."""
+    return torch.exp(raw.clamp(max=EXP_INPUT_MAX))
+
+
+POSITIVE_MAPS = {"softplus": F.softplus, "exp": capped_exp}  # --evidence-transform
+
+
 def evidence_transform(raw: torch.Tensor, transform: str = "softplus") -> torch.Tensor:
     """EPPO: the positivity transform of the head's nu, alpha - 1, beta outputs (--evidence-transform)."""
-    return F.softplus(raw) if transform == "softplus" else torch.exp(raw.clamp(max=EXP_INPUT_MAX))
+    return POSITIVE_MAPS[transform](raw)
 
 
 def inverse_evidence_transform(value: float, transform: str = "softplus") -> float:
@@ -735,20 +735,47 @@ def start_evidence_at(head: "StackedLinear", modes: tuple, transform: str) -> No
         head.bias[..., row] = inverse_evidence_transform(mode - EVIDENCE_FLOOR, transform)
 
 
+def critic_as_read(obs_dim: int, args: Args, generators: list) -> EvidentialCritic:
+    """EPPO: the evidential critic with --evidence-transform's map and, with --evidence-init prior-mode, its evidence
+    started at the hyperpriors' modes."""
+    critic = EvidentialCritic(obs_dim, args, generators)
+    critic.positive = POSITIVE_MAPS[args.evidence_transform]
+    if (modes := evidence_init_modes(args)) is not None:
+        start_evidence_at(critic.head, modes, args.evidence_transform)
+    return critic
+
+
 def hyperprior_weight(xi: float, reduction: str, minibatch_size: int) -> float:
     """EPPO: the weight w in L = mean(NLL) + w mean(-log p(m)) (--hyperprior-reduction, docs/eppo_open_choices.md):
     mean (Algorithm 1) xi, sum xi * M (the prior summed over the minibatch), once xi / M (once per minibatch)."""
     return {"mean": xi, "sum": xi * minibatch_size, "once": xi / minibatch_size}[reduction]
 
 
-def control_critic_loss(critic_loss: str, y: torch.Tensor, omega: torch.Tensor, nll: torch.Tensor,
-                        negative_log_prior: torch.Tensor, prior_weight: float) -> tuple:
-    """EPPO: --critic-loss's controls, as evidential_critic_loss returns them: mse, PPO's mean (omega - y)^2 (the
-    NLL and the prior only logged); nll-mse-omega, mean (omega - y)^2 + L with omega detached in the NLL (omega's
-    gradient is MSE's, plus the prior's)."""
-    if critic_loss == "mse":
-        return (omega - y).square().mean(-1), nll.detach(), negative_log_prior.detach()
+def algorithm1_log_hyperprior(omega: torch.Tensor, nu: torch.Tensor, alpha: torch.Tensor,
+                              beta: torch.Tensor) -> torch.Tensor:
+    """EPPO: --hyperprior-terms algorithm1, Algorithm 1's line as printed: log p(nu) twice and no log p(beta)."""
+    log_p_omega, second_log_p_nu = normal_log_pdf(omega), gamma_log_pdf(nu, "nu")
+    return log_p_omega + gamma_log_pdf(nu, "nu") + gamma_log_pdf(alpha - 1.0, "alpha") + second_log_p_nu
+
+
+def mse_critic_loss(y, omega, nu, alpha, beta, prior_weight: float, log_prior) -> tuple:
+    """EPPO: --critic-loss mse, PPO's mean (omega - y)^2; the NLL and the prior only logged."""
+    _, nll, negative_log_prior = evidential_critic_loss(y, omega, nu, alpha, beta, prior_weight, log_prior)
+    return (omega - y).square().mean(-1), nll.detach(), negative_log_prior.detach()
+
+
+def mse_omega_critic_loss(y, omega, nu, alpha, beta, prior_weight: float, log_prior) -> tuple:
+    """EPPO: --critic-loss nll-mse-omega, mean (omega - y)^2 + L with omega detached in the NLL (omega's gradient is
+    MSE's, plus the prior's)."""
+    nll = nig_nll(y, omega.detach(), nu, alpha, beta).mean(-1)
+    negative_log_prior = -log_prior(omega, nu, alpha, beta).mean(-1)
     return (omega - y).square().mean(-1) + nll + prior_weight * negative_log_prior, nll, negative_log_prior
+
+
+# the readings of --critic-loss, --hyperprior-terms and --critic-grad-clip (which optimizers step unclipped)
+CRITIC_LOSSES = {"nll": evidential_critic_loss, "mse": mse_critic_loss, "nll-mse-omega": mse_omega_critic_loss}
+LOG_HYPERPRIORS = {"text": nig_log_hyperprior, "algorithm1": algorithm1_log_hyperprior}
+UNCLIPPED = {"whole": (), "none": ("critic",)}
 
 
 # ---- EPPO: the diagnostics, the evidential/ tags (docs/eppo.md); they are logged, nothing trains on them ----
@@ -800,6 +827,13 @@ def near_termination(terminations: torch.Tensor, dones: torch.Tensor, window: in
 
     next_termination = next_step_where(terminations)
     return ((next_termination == next_step_where(dones)) & (next_termination - steps < window)).to(terminations.dtype)
+
+
+def rollout_diagnostics(evidence: dict, kappa: float) -> list:
+    """EPPO: each seed's EVIDENTIAL_TAGS values of the rollout the update used (``evidence``: compute_advantages')."""
+    near = time_major(near_termination(time_major(evidence["terminations"]), time_major(evidence["dones"])))
+    names = ("values", "nu", "alpha", "beta", "advantage_stds", "returns")
+    return evidential_diagnostics(*(evidence[name] for name in names), kappa, near, evidence["advantages"]).tolist()
 
 
 def evidential_diagnostics(values, nu, alpha, beta, advantage_stds, returns, kappa: float,
