@@ -1337,31 +1337,41 @@ def failed_write(error: BaseException) -> Optional[OSError]:
     return None
 
 
-def stop_on_failed_write(path: str, error: OSError) -> None:
-    """One line naming the file that could not be written, its disk's free space and the command that resumes, then
-    exit EXIT_DISK_FULL. Nothing logged before is lost: a file is replaced only once whole (atomic_write_bytes), and
-    a CSV row is appended whole or not at all (CsvLog)."""
+class RunConfigError(Exception):
+    """A configuration or run directory that the run refuses, raised where it is found: one line, exit 2 (run_main)."""
+
+
+class RunWriteError(Exception):
+    """A file of the run, ``path``, that could not be written (the failed write is its cause): exit 74 (run_main)."""
+
+    def __init__(self, path: str):
+        super().__init__(path)
+        self.path = path
+
+
+def write_failure_line(path: str, error: OSError) -> str:
+    """The line of a failed write: the file, its disk's free space and the command that resumes (nothing logged is
+    lost: a file is replaced only whole, a CSV row appended whole or not at all)."""
     import shlex
 
     try:
         free = f"{shutil.disk_usage(os.path.dirname(os.path.abspath(path))).free / 2**20:.1f} MiB free on its disk"
     except OSError:
         free = "its disk's free space unknown"
-    print(f"error: could not write {path} ({error.strerror or error}; {free}); nothing already logged was lost (the "
-          f"last checkpoint and every logged row are whole); free some space, then re-run the same command to resume: "
-          f"{shlex.join(['python', *sys.argv])} (exit code {EXIT_DISK_FULL})", file=sys.stderr)
-    raise SystemExit(EXIT_DISK_FULL)
+    return (f"error: could not write {path} ({error.strerror or error}; {free}); nothing already logged was lost (the "
+            f"last checkpoint and every logged row are whole); free some space, then re-run the same command to resume:"
+            f" {shlex.join(['python', *sys.argv])} (exit code {EXIT_DISK_FULL})")
 
 
 @contextlib.contextmanager
 def writing(path: str):
-    """A write of ``path`` inside this context that fails (failed_write) stops the run in one line."""
+    """A write of ``path`` inside this context that fails (failed_write) raises RunWriteError(path)."""
     try:
         yield
     except (OSError, RuntimeError) as error:
         if failed_write(error) is None:
             raise
-        stop_on_failed_write(path, failed_write(error))
+        raise RunWriteError(path) from error
 
 
 def atomic_write_bytes(path: str, write_fn, name: Optional[str] = None) -> None:
@@ -1522,7 +1532,7 @@ class CsvLog:
         except OSError as error:
             with contextlib.suppress(OSError):
                 os.ftruncate(self.fd, size)  # no torn row (a shorter file needs no space)
-            stop_on_failed_write(self.path, error)
+            raise RunWriteError(self.path) from error
 
     def close(self) -> None:
         os.close(self.fd)
@@ -1655,8 +1665,7 @@ def choose_seeds(run: Run) -> None:
             else:
                 run.seeds.append(seed)
     except ValueError as error:
-        print(f"error: {error}", file=sys.stderr)
-        sys.exit(EXIT_INVALID_CONFIG)
+        raise RunConfigError(error) from None
     if not run.seeds:
         sys.exit(0)
     run.schedule = nonstationary_envs.task_schedule(args.env_id, args.experiment, args.strategy)
@@ -1718,10 +1727,9 @@ def restore_or_reset(run: Run) -> bool:
     checkpoints, unusable = group_checkpoints([run.run_dirs[seed] for seed in seeds])
     if unusable and not args.overwrite:  # never discard what such a run logged, nor run what a file carries
         path, problem = unusable[0]
-        print(f"error: {path} cannot be resumed: {problem}"
-              f"{f' (and {len(unusable) - 1} more checkpoint files)' if len(unusable) > 1 else ''}; the run directory "
-              "is unchanged; pass --overwrite to start the run again", file=sys.stderr)
-        sys.exit(EXIT_INVALID_CONFIG)
+        raise RunConfigError(f"{path} cannot be resumed: {problem}"
+                             f"{f' (and {len(unusable) - 1} more checkpoint files)' if len(unusable) > 1 else ''}; the "
+                             "run directory is unchanged; pass --overwrite to start the run again")
     if checkpoints is None:
         for seed in seeds:  # leftovers of an earlier attempt that never wrote a checkpoint
             for name in os.listdir(run.run_dirs[seed]):
@@ -1742,10 +1750,9 @@ def restore_or_reset(run: Run) -> bool:
                 try:
                     kept_lines[path] = csv_lines_to_keep(path, header, run.global_step)
                 except ValueError as error:
-                    print(f"error: {error}; the run directory is unchanged; repair the file to resume (rows of steps "
-                          f"after {run.global_step}, the checkpoint's, may simply be deleted: the run logs them again)",
-                          file=sys.stderr)
-                    sys.exit(EXIT_INVALID_CONFIG)
+                    raise RunConfigError(f"{error}; the run directory is unchanged; repair the file to resume (rows of "
+                                         f"steps after {run.global_step}, the checkpoint's, may simply be deleted: the "
+                                         "run logs them again)") from None
             states_path = os.path.join(run.run_dirs[seed], "states.npz")
             if args.save_states and os.path.exists(states_path):
                 try:
@@ -1754,9 +1761,9 @@ def restore_or_reset(run: Run) -> bool:
                         run.saved_states[k] = [saved["observations"][keep]]
                         run.saved_state_steps[k] = [saved["global_steps"][keep]]
                 except Exception as error:  # a truncated or corrupt archive: zipfile's, numpy's and KeyError
-                    print(f"error: {states_path} cannot be read ({type(error).__name__}: {error}); the run directory "
-                          "is unchanged; delete the file to resume without the states saved so far", file=sys.stderr)
-                    sys.exit(EXIT_INVALID_CONFIG)
+                    raise RunConfigError(f"{states_path} cannot be read ({type(error).__name__}: {error}); the run "
+                                         "directory is unchanged; delete the file to resume without the states saved "
+                                         "so far") from None
         column = CSV_LOGS["evaluations.csv"].index("return_mean")  # the progress bar's: the last row logged
         run.last_eval_return = np.array([float(rows[-1].split(b",")[column]) if rows and len(rows) > 1 else np.nan
                                          for rows in (kept_lines[os.path.join(run.run_dirs[seed], "evaluations.csv")]
@@ -2004,12 +2011,12 @@ def tyro_error_line(box: str) -> str:
         if names:
             closest = max(names, key=lambda name: difflib.SequenceMatcher(None, typo[1], name).ratio())
             message += f"; did you mean {closest}?"
-    return f"error: {message} (`--help` lists the flags)"
+    return f"{message} (`--help` lists the flags)"
 
 
 def parse_args(argv: list) -> Args:
-    """The command line as Args, validated: tyro's parser, a one-line error (exit 2) for an unknown flag or a bad
-    value, and `--help | head` ends quietly (SIGPIPE's default, as command-line tools do)."""
+    """The command line as Args, validated (RunConfigError for an unknown flag or a bad value); `--help | head` ends
+    quietly (SIGPIPE's default, as command-line tools do)."""
     import tyro
 
     readable_tyro_help()
@@ -2022,24 +2029,34 @@ def parse_args(argv: list) -> Args:
         sys.stdout.flush()
         if exit_status.code in (0, None):
             raise
-        print(tyro_error_line(tyro_errors.getvalue()), file=sys.stderr)
-        sys.exit(EXIT_INVALID_CONFIG)
+        raise RunConfigError(tyro_error_line(tyro_errors.getvalue())) from None
     signal.signal(signal.SIGPIPE, pipe_handler)
     try:
         validate_args(args)
     except ValueError as error:
-        print(f"error: {error}", file=sys.stderr)
-        sys.exit(EXIT_INVALID_CONFIG)
+        raise RunConfigError(error) from None
     return args
 
 
-if __name__ == "__main__":
+def run_main(argv: list) -> int:
+    """main(argv)'s exit code, with the one line of a run refused (RunConfigError: 2) or stopped by a failed write
+    (74; also one that TensorBoard's writer thread raised again here, with no file of the run named)."""
     try:
-        sys.exit(main(sys.argv[1:]))
-    except OSError as error:  # a write the run's own files do not name: TensorBoard's, from its writer thread
+        return main(argv)
+    except RunConfigError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_INVALID_CONFIG
+    except (RunWriteError, OSError) as error:
         import errno
 
-        if error.errno not in (errno.ENOSPC, errno.EDQUOT):
+        failed = failed_write(error.__cause__) if isinstance(error, RunWriteError) else error
+        if failed is None or not isinstance(error, RunWriteError) and error.errno not in (errno.ENOSPC, errno.EDQUOT):
             raise
-        stop_on_failed_write(error.filename or os.path.join(next(iter(RUN_DIR_LOCKS), "."), "events.out.tfevents.*"),
-                             error)
+        path = error.path if isinstance(error, RunWriteError) else error.filename or os.path.join(
+            next(iter(RUN_DIR_LOCKS), "."), "events.out.tfevents.*")
+        print(write_failure_line(path, failed), file=sys.stderr)
+        return EXIT_DISK_FULL
+
+
+if __name__ == "__main__":
+    sys.exit(run_main(sys.argv[1:]))

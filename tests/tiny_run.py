@@ -237,13 +237,13 @@ def run_script(script: str, run_dir, *extra_flags, tiny: bool = True, timeout: f
 
 # A script run with changes made at run time, not in its text: the script's file runs as a module without its main
 # guard, the patch (Python code) edits its functions in `namespace` (the module's globals, which its functions
-# read), then main is called as the guard calls it.
+# read), then run_main is called as the guard calls it.
 PATCHED_RUN = """
 import runpy, sys
 script, sys.argv = sys.argv[1], sys.argv[1:]
 namespace = runpy.run_path(script, run_name="patched_script")["main"].__globals__
 exec(sys.argv.pop(1), {"namespace": namespace})
-sys.exit(namespace["main"](sys.argv[1:]))
+sys.exit(namespace["run_main"](sys.argv[1:]))
 """
 
 

@@ -74,6 +74,12 @@ def error_lines(result) -> list:
     return [line for line in result.stderr.splitlines() if line.startswith("error:")]
 
 
+
+def stopped_line(stopped) -> str:
+    """The one line run_main prints for the RunWriteError that ``stopped`` (pytest.raises) caught."""
+    return ppo.write_failure_line(stopped.value.path, ppo.failed_write(stopped.value.__cause__))
+
+
 @pytest.fixture(scope="module")
 def straight(tmp_path_factory):
     run_dir = tmp_path_factory.mktemp("faults") / "straight"
@@ -218,7 +224,7 @@ def test_a_file_that_cannot_be_read_is_named_and_the_directory_left_unchanged(na
 # ---- The pieces, on small hand-made files ----
 
 
-def test_a_failed_atomic_write_leaves_the_previous_file_and_no_temporary_one(tmp_path, capsys):
+def test_a_failed_atomic_write_leaves_the_previous_file_and_no_temporary_one(tmp_path):
     path = tmp_path / "summary.json"
     path.write_bytes(b"previous")
 
@@ -227,15 +233,15 @@ def test_a_failed_atomic_write_leaves_the_previous_file_and_no_temporary_one(tmp
         f.flush()
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-    with pytest.raises(SystemExit) as stopped:
+    with pytest.raises(ppo.RunWriteError) as stopped:
         ppo.atomic_write_bytes(str(path), fill_the_disk)
-    assert stopped.value.code == ppo.EXIT_DISK_FULL
+    assert ppo.failed_write(stopped.value.__cause__) is not None
     assert path.read_bytes() == b"previous" and sorted(os.listdir(tmp_path)) == ["summary.json"]
-    [line] = capsys.readouterr().err.splitlines()
+    line = stopped_line(stopped)
     assert line.startswith(f"error: could not write {path} (No space left on device; ")
 
 
-def test_a_csv_row_that_fills_the_disk_is_not_left_torn(tmp_path, monkeypatch, capsys):
+def test_a_csv_row_that_fills_the_disk_is_not_left_torn(tmp_path, monkeypatch):
     """The disk fills in the middle of a row: the file is cut back to its last whole row and the run stops (74)."""
     path = tmp_path / "evaluations.csv"
     log = ppo.CsvLog(str(path), ["global_step", "return_mean"])
@@ -250,13 +256,13 @@ def test_a_csv_row_that_fills_the_disk_is_not_left_torn(tmp_path, monkeypatch, c
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
     monkeypatch.setattr(os, "write", write_half_then_fill)
-    with pytest.raises(SystemExit) as stopped:
+    with pytest.raises(ppo.RunWriteError) as stopped:
         log.write([256, 2.5])
     monkeypatch.undo()
     log.close()
-    assert stopped.value.code == ppo.EXIT_DISK_FULL and logged == b"global_step,return_mean\r\n128,1.5\r\n"
+    assert ppo.failed_write(stopped.value.__cause__) is not None and logged == b"global_step,return_mean\r\n128,1.5\r\n"
     assert path.read_bytes() == logged
-    assert f"could not write {path}" in capsys.readouterr().err
+    assert f"could not write {path}" in stopped_line(stopped)
 
 
 def test_csv_lines_kept_on_resume(tmp_path):
