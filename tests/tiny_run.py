@@ -53,8 +53,8 @@ def method_event_flags(script: str) -> list:
     return []
 
 
-# The two-seed run of every script (tests/plumbing/test_all_scripts.py's test_two_seed_run_...: the golden outputs of two
-# seeds, seed independence and SIGTERM + resume are checked on one run of these flags, so each is paid for once):
+# The two-seed run of every script (tests/plumbing/test_all_scripts.py's test_two_seed_run_...: the golden outputs of
+# two seeds, seed independence and SIGTERM + resume are checked on one run of these flags, so each is paid for once):
 # seeds 1 and 2 in one process; an odd evaluation count (3) and minibatch (32) put a seed's slices of stacked tensors
 # at misaligned offsets; a checkpoint every 128 steps; every 4th training observation saved (--save-states).
 def two_seed_flags(script: str) -> list:

@@ -549,7 +549,8 @@ def test_head_gradient_shares_match_the_pre_activation_gradients():
 
 
 def test_student_t_scale_is_the_marginals_scale():
-    nu, alpha, beta = (torch.tensor(v, dtype=torch.float64) for v in ([0.1, 1.0, 30.0], [1.5, 3.0, 8.0], [0.2, 1.0, 5.0]))
+    nu, alpha, beta = (torch.tensor(v, dtype=torch.float64)
+                       for v in ([0.1, 1.0, 30.0], [1.5, 3.0, 8.0], [0.2, 1.0, 5.0]))
     scale = student_t_scale(nu, alpha, beta)
     # St(omega, scale^2, 2 alpha): var = scale^2 * df / (df - 2) (scipy), which is var[V] of Sec. 3.1.
     np.testing.assert_allclose((scale**2 * 2 * alpha / (2 * alpha - 2)).numpy(),
@@ -708,8 +709,9 @@ def test_method_name_marks_every_departure_from_the_defaults():
     assert method_name(Args()) == "EPPO_ind"
     assert method_name(dataclasses.replace(Args(), variant="mean", kappa=0.0)) == "EPPO_mean"
     assert method_name(dataclasses.replace(Args(), variant="mean", kappa=0.0, critic_loss="mse")) == "EPPO_mean+mse"
-    every = dataclasses.replace(Args(), critic_loss="mse", xi=1.0, hyperprior_reduction="sum", evidence_init="prior-mode",
-                                evidence_transform="exp", norm_reward=False, ucb_in_returns=False)
+    every = dataclasses.replace(Args(), critic_loss="mse", xi=1.0, hyperprior_reduction="sum",
+                                evidence_init="prior-mode", evidence_transform="exp", norm_reward=False,
+                                ucb_in_returns=False)
     assert method_name(every) == "EPPO_ind+mse+xi1+hp-sum+prior-mode+exp+no-norm-reward+no-ucb-in-returns"
     # Distinct settings get distinct names (one table cell each).
     names = {method_name(dataclasses.replace(Args(), **{field: value})) for field, value in
@@ -818,7 +820,8 @@ def test_nll_mse_omega_gives_omega_the_mean_squared_error_and_the_evidence_the_n
         loss, nll, _ = CRITIC_LOSSES[loss_name](y, omega, nu, alpha, beta, 0.01, nig_log_hyperprior)
         gradients[loss_name] = torch.autograd.grad(loss.sum(), (omega, nu, alpha, beta))
         if loss_name == "nll-mse-omega":
-            expected_loss = (omega - y).square().mean(-1) + nll + 0.01 * -nig_log_hyperprior(omega, nu, alpha, beta).mean(-1)
+            negative_log_prior = -nig_log_hyperprior(omega, nu, alpha, beta).mean(-1)
+            expected_loss = (omega - y).square().mean(-1) + nll + 0.01 * negative_log_prior
             torch.testing.assert_close(loss, expected_loss)
     omega = inputs[0].double()
     torch.testing.assert_close(gradients["nll-mse-omega"][0], 2 * (omega - y) / m + 0.01 * omega / (100.0**2 * m))
@@ -832,7 +835,8 @@ def _one_update_run(critic_grad_clip: str):
     gradient far larger than --max-grad-norm; one epoch of one minibatch."""
     import eppo_continuous as eppo
 
-    args = dataclasses.replace(Args(), hidden_dim=8, minibatch_size=32, update_epochs=1, critic_grad_clip=critic_grad_clip)
+    args = dataclasses.replace(Args(), hidden_dim=8, minibatch_size=32, update_epochs=1,
+                               critic_grad_clip=critic_grad_clip)
     run = eppo.Run()
     run.seeds, run.args, run.device = [1, 2], args, torch.device("cpu")
     run.generators = _generators(1, 2)
@@ -881,7 +885,8 @@ def test_ppo_loss_uses_the_chosen_hyperprior_terms_and_critic_loss():
           "old_log_probs": torch.zeros(2, 16), "advantages": torch.randn(2, 16, generator=generator),
           "returns": 50.0 * torch.randn(2, 16, generator=generator)}
     for terms, loss_name in (("algorithm1", "nll"), ("text", "nll-mse-omega"), ("algorithm1", "nll-mse-omega")):
-        args = dataclasses.replace(Args(), hidden_dim=8, minibatch_size=16, hyperprior_terms=terms, critic_loss=loss_name)
+        args = dataclasses.replace(Args(), hidden_dim=8, minibatch_size=16, hyperprior_terms=terms,
+                                   critic_loss=loss_name)
         agent = eppo.make_agent(args, 5, 2, _generators(1, 2), torch.device("cpu"))
         losses, stats_ = eppo.ppo_loss(agent, mb, args)
         omega, nu, alpha, beta = agent.critic(mb["obs"])

@@ -154,7 +154,8 @@ def test_the_plumbing_block_is_byte_identical_in_every_script():
     template_method, template = sync_plumbing.split(sync_plumbing.read(sync_plumbing.TEMPLATE), sync_plumbing.TEMPLATE)
     settings = sync_plumbing.split_args(template_method, sync_plumbing.TEMPLATE)[1]
     assert len(template.splitlines()) > 500  # the block really holds the plumbing
-    assert {"seed", "num_seeds", "env_id", "num_envs", "run_dir", "eval_episodes"} <= set(re.findall(r"^    (\w+):", settings, re.M))
+    assert {"seed", "num_seeds", "env_id", "num_envs", "run_dir", "eval_episodes"} <= set(
+        re.findall(r"^    (\w+):", settings, re.M))
     for script in sync_plumbing.SCRIPTS:
         method, block = sync_plumbing.split(sync_plumbing.read(script), script)
         assert block == template, f"{script}: its plumbing differs from ppo_continuous.py's (scripts/sync_plumbing.py)"
@@ -210,8 +211,8 @@ def test_two_seed_run_is_golden_resumes_bit_for_bit_and_each_seed_is_independent
     assert result.returncode == 0, result.stderr[-3000:]
 
     interrupted = tmp_path / "interrupted"
-    stopped = run_until_checkpoint_then_stop(script, interrupted / "seed{seed}", interrupted / "seed2" / "checkpoint.pt",
-                                             *flags)
+    stopped = run_until_checkpoint_then_stop(script, interrupted / "seed{seed}",
+                                             interrupted / "seed2" / "checkpoint.pt", *flags)
     assert stopped.returncode == 75, (stopped.stdout[-2000:], stopped.stderr[-2000:])
     assert not (interrupted / "seed1" / "summary.json").exists()
     stopped_at = load_checkpoint_file(interrupted / "seed1" / "checkpoint.pt")["global_step"]
@@ -636,7 +637,8 @@ def test_a_nonfinite_seed_skips_its_own_steps_only(tmp_path):
     alone = run_script(SCRIPTS[0], tmp_path / "alone" / "seed{seed}", "--num-tasks", "1", "--seed", "2")
     assert alone.returncode == 0, alone.stderr[-3000:]
     assert_same_run_state(tmp_path / "run" / "seed2", tmp_path / "alone" / "seed2")
-    with open(tmp_path / "run" / "seed1" / "evaluations.csv") as a, open(tmp_path / "run" / "seed2" / "evaluations.csv") as b:
+    with (open(tmp_path / "run" / "seed1" / "evaluations.csv") as a,
+          open(tmp_path / "run" / "seed2" / "evaluations.csv") as b):
         assert a.read() != b.read()
 
 
@@ -693,7 +695,8 @@ def test_saved_policy_reproduces_the_last_evaluation_whatever_the_callers_thread
     assert result.returncode == 0, result.stderr[-2000:]
     evaluated = run_evaluate(run_dir, "--task", "1", "--episodes", "10", env={"OMP_NUM_THREADS": "2"})
     assert evaluated.returncode == 0, evaluated.stderr[-2000:]
-    assert json.loads(evaluated.stdout)["return_mean"] == float(read_csv(run_dir / "evaluations.csv")[-1]["return_mean"])
+    last_row = read_csv(run_dir / "evaluations.csv")[-1]
+    assert json.loads(evaluated.stdout)["return_mean"] == float(last_row["return_mean"])
 
 
 def test_a_crash_before_the_first_checkpoint_restarts_from_scratch(tmp_path):
@@ -711,7 +714,8 @@ def test_a_crash_before_the_first_checkpoint_restarts_from_scratch(tmp_path):
 def test_parse_errors_are_one_line_and_help_survives_a_closed_pipe(tmp_path):
     """tyro's boxed errors become one line naming the flag (another script's flag too: tyro's "Unrecognized"); `--help`
     into a closed pipe (`| head`) ends without a traceback, by SIGPIPE as command-line tools do."""
-    for flags, expected in ((["--steps-per-task", "abc"], "--steps-per-task"), (["--kappa", "0.1"], "Unrecognized options: --kappa"),
+    for flags, expected in ((["--steps-per-task", "abc"], "--steps-per-task"),
+                            (["--kappa", "0.1"], "Unrecognized options: --kappa"),
                             (["--env-id", "Walker2d-v5"], "Ant-v5")):
         result = run_script("ppo_continuous.py", tmp_path / "run", *flags, timeout=120)
         assert result.returncode == 2 and expected in result.stderr, result.stderr

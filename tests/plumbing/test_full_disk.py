@@ -1,7 +1,7 @@
 """A real full disk, not a mocked one: the run's file system is a small tmpfs that a filler file fills up.
 
-tests/plumbing/test_run_dir_faults.py makes a write fail with a mock, which raises ENOSPC where the mock says. A real disk
-fails where the kernel runs out of pages, and a writer may then replace the OSError with an error of its own:
+tests/plumbing/test_run_dir_faults.py makes a write fail with a mock, which raises ENOSPC where the mock says. A real
+disk fails where the kernel runs out of pages, and a writer may then replace the OSError with an error of its own:
 torch.save's zip writer raises RuntimeError ("unexpected pos") while it unwinds. Here every fault is the file
 system's own ENOSPC: the run writes into a tmpfs mounted for the test (root only: `mount -t tmpfs`; elsewhere
 tiny_run.cannot_run skips, and fails in CI), and a filler file beside the run directory takes the free space down to
@@ -276,8 +276,8 @@ def small_disk():
 
 def test_torch_save_on_a_full_disk_at_every_level_of_free_space(small_disk, straight, monkeypatch):
     """save_checkpoint of a real checkpoint (2.3 MB) over a previous one, with 0 bytes to the checkpoint's size free
-    in steps of 1/64 of it: every level short of the size stops with exit 74 and one line naming checkpoint.pt, the previous
-    checkpoint.pt as it was and no temporary file left; the levels include both ways torch.save fails, the
+    in steps of 1/64 of it: every level short of the size stops with exit 74 and one line naming checkpoint.pt, the
+    previous checkpoint.pt as it was and no temporary file left; the levels include both ways torch.save fails, the
     RuntimeError of its zip writer (most) and the OSError itself; with room enough the checkpoint is replaced."""
     run_dir = os.path.join(small_disk, "run")
     os.mkdir(run_dir)
@@ -355,7 +355,8 @@ def test_states_npz_and_a_csv_row_on_a_full_disk(small_disk):
     for leave in (0, 4096, 64 * 1024, 300 * 1024, 600 * 1024):
         fill(small_disk, leave)
         with pytest.raises(ppo.RunWriteError) as stopped:
-            ppo.atomic_write_bytes(path, lambda f: np.savez_compressed(f, observations=observations, global_steps=steps))
+            ppo.atomic_write_bytes(path, lambda f: np.savez_compressed(f, observations=observations,
+                                                                       global_steps=steps))
         free_space(small_disk)
         assert ppo.failed_write(stopped.value.__cause__) is not None and os.listdir(small_disk) == [], leave
         line = stopped_line(stopped)

@@ -87,7 +87,8 @@ def test_stacked_layers_equal_one_torch_layer_per_seed():
         reference = torch.nn.Linear(5, 7)
         torch.nn.init.orthogonal_(reference.weight, 1.3, generator=torch.Generator().manual_seed(seed))
         torch.nn.init.zeros_(reference.bias)
-        assert torch.equal(layer.weight[k], reference.weight.data) and torch.equal(layer.bias[k, 0], reference.bias.data)
+        assert torch.equal(layer.weight[k], reference.weight.data)
+        assert torch.equal(layer.bias[k, 0], reference.bias.data)
         assert torch.equal(y[k], reference(x[k].clone()))
         reference_norm = torch.nn.LayerNorm(7)
         reference_norm.weight.data, reference_norm.bias.data = norm.weight[k, 0].detach(), norm.bias[k, 0].detach()
@@ -240,7 +241,8 @@ def test_init_torch_is_nn_linears_own_initialization_per_seed():
     for k, seed in enumerate((11, 12)):
         torch.manual_seed(seed)
         reference = torch.nn.Linear(9, 4)
-        assert torch.equal(layer.weight[k], reference.weight.data) and torch.equal(layer.bias[k, 0], reference.bias.data)
+        assert torch.equal(layer.weight[k], reference.weight.data)
+        assert torch.equal(layer.bias[k, 0], reference.bias.data)
     wide = ppo.layer_init(ppo.StackedLinear(1, 400, 300), generators(3), init="torch")
     bound = 1 / math.sqrt(400)
     assert wide.weight.abs().max() <= bound and wide.bias.abs().max() <= bound
@@ -297,13 +299,15 @@ def test_joint_optimizer_steps_as_one_adam_over_both_networks():
     actor, critic = ppo.Actor(5, 2, args, generators(1, 2)), ppo.Critic(5, args, generators(1, 2))
     singles = [(ppo.single_seed_network(actor, k), ppo.single_seed_network(critic, k)) for k in range(2)]
     run = ppo.Run()
-    run.seeds, run.args, run.device, run.consecutive_nonfinite = [1, 2], args, torch.device("cpu"), np.zeros(2, np.int64)
+    run.seeds, run.args, run.device = [1, 2], args, torch.device("cpu")
+    run.consecutive_nonfinite = np.zeros(2, np.int64)
     run.agent = ppo.Agent(actor=actor, critic=critic,
                           actor_optimizer=ppo.SeedwiseAdam(actor.parameters(), lr=3e-4, eps=1e-5),
                           critic_optimizer=ppo.SeedwiseAdam(critic.parameters(), lr=3e-4, eps=1e-5))
     run.global_step, run.total_steps, run.exit_code, run.iteration = 0, 1, 0, 0
     assert run.iterating()  # sets the per-update fields that optimizer_step adds to
-    references = [torch.optim.Adam([*a.parameters(), *c.parameters()], lr=3e-4, eps=1e-5, fused=True) for a, c in singles]
+    references = [torch.optim.Adam([*a.parameters(), *c.parameters()], lr=3e-4, eps=1e-5, fused=True)
+                  for a, c in singles]
     obs = torch.randn(2, 16, 5, generator=torch.Generator().manual_seed(0))
     targets = 100.0 * torch.randn(2, 16, generator=torch.Generator().manual_seed(1))  # a critic gradient that dominates
 
@@ -328,7 +332,8 @@ def test_joint_optimizer_steps_as_one_adam_over_both_networks():
 # ---- The helpers for plasticity methods (hidden_layers, fresh_draw, steps_taken) ----
 
 
-@pytest.mark.parametrize("flags", [{}, {"init": "torch"}, {"layer_norm": "plain"}, {"layer_norm": "none", "policy_head_gain": 0.5}])
+@pytest.mark.parametrize("flags", [{}, {"init": "torch"}, {"layer_norm": "plain"},
+                                   {"layer_norm": "none", "policy_head_gain": 0.5}])
 def test_fresh_draw_repeats_each_layers_own_initializer(flags):
     """A fresh draw of any layer from the generator that built the network, in the same state, is that layer's
     initial weights and bias bit for bit: the scheme and the gain (hidden sqrt(2), policy head --policy-head-gain,
@@ -342,7 +347,8 @@ def test_fresh_draw_repeats_each_layers_own_initializer(flags):
         assert all((norm is None) == (args.layer_norm == "none") for _, norm, _ in layers)
         for k, seed in enumerate((11, 12)):
             weight, bias = ppo.fresh_draw(layers[0][0], torch.Generator().manual_seed(seed))
-            assert torch.equal(weight, layers[0][0].weight[k].detach()) and torch.equal(bias, layers[0][0].bias[k, 0].detach())
+            assert torch.equal(weight, layers[0][0].weight[k].detach())
+            assert torch.equal(bias, layers[0][0].bias[k, 0].detach())
     # a head: drawn with its own gain, so its rows have norm gain (orthogonal, more inputs than outputs)
     if args.init == "orthogonal":
         weight, bias = ppo.fresh_draw(actor.mean_head, torch.Generator().manual_seed(3))
@@ -394,7 +400,8 @@ def test_a_reduction_over_a_seeds_contiguous_entries_does_not_depend_on_the_seed
     generator = torch.Generator().manual_seed(0)
     for shape in ((256, 17), (256, 256), (6, 256), (1, 256), (1, 6), (1, 1), (64, 105)):
         for num_seeds in (3, 5):
-            p, p0 = torch.randn(num_seeds, *shape, generator=generator), torch.randn(num_seeds, *shape, generator=generator)
+            p = torch.randn(num_seeds, *shape, generator=generator)
+            p0 = torch.randn(num_seeds, *shape, generator=generator)
             stacked = p.clone().requires_grad_()
             (0.01 * (stacked - p0).square().flatten(1).sum(1)).sum().backward()
             for k in range(num_seeds):
@@ -457,9 +464,9 @@ def test_initial_parameters_are_a_one_seed_builds_and_survive_sigterm_resume_and
             # trained since: the run's parameters are no longer the initial ones
             assert not torch.equal(checkpoints[k][network]["trunk.0.weight"][0], built["trunk.0.weight"].detach()[0])
 
-    edited = [{**checkpoint, "initial_parameters": {network: {name: value + 1.0 for name, value in parameters.items()}
-                                                     for network, parameters in checkpoint["initial_parameters"].items()}}
-              for checkpoint in checkpoints]
+    edited = [{**checkpoint, "initial_parameters": {
+        network: {name: value + 1.0 for name, value in parameters.items()}
+        for network, parameters in checkpoint["initial_parameters"].items()}} for checkpoint in checkpoints]
     from_edited = resumed_run(args, (1, 2), edited)
     assert torch.equal(ppo.initial_parameters(from_edited, "actor", 1)["log_std"],
                        ppo.initial_parameters(run, "actor", 1)["log_std"] + 1.0)

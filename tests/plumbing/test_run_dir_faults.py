@@ -3,8 +3,9 @@
 Each fault gets one line naming the file and what is wrong, and loses nothing. End to end on the template only (the
 code is the plumbing, byte-identical in every script): one straight tiny run, one stopped by a disk that fills up at
 its second checkpoint, that run resumed with the same command, and a refusal (no training) per damaged file. The
-disk here is a mock (ENOSPC where it says); tests/plumbing/test_full_disk.py fills a real one (a tmpfs). Also: what config.json
-records besides the flags (the release, the device), and that a run directory from before it recorded them resumes.
+disk here is a mock (ENOSPC where it says); tests/plumbing/test_full_disk.py fills a real one (a tmpfs). Also: what
+config.json records besides the flags (the release, the device), and that a run directory from before it recorded
+them resumes.
 """
 
 import errno
