@@ -50,10 +50,15 @@ import plasticity_metrics
 
 @dataclass
 class Args:
-    """Every flag of the command line: PPO's hyperparameters (paper, Appendix B), then the method's own, then the
-    run's settings (experiment, seeds, environment and schedule, evaluation, checkpoints, outputs), the same in every
-    script."""
+    """ReDo's flags first, then PPO's (paper, Appendix B), then the run's settings."""
 
+    # ReDo: Sokar et al. (2023), the paper's values for its DQN experiments (docs/baselines.md has the sources)
+    redo_threshold: float = 0.025
+    """ReDo: tau; a hidden unit is tau-dormant when its score (mean |activation| / the layer's mean of those) <= tau"""
+    redo_frequency: int = 1000
+    """ReDo: recycle the tau-dormant units every this many minibatch steps of each network, per seed"""
+
+    # PPO's hyperparameters (paper, Appendix B)
     learning_rate: float = 3e-4
     """Adam learning rate of the actor and of the critic"""
     anneal_lr: bool = False
@@ -99,28 +104,23 @@ class Args:
     policy_head_gain: float = 0.01
     """orthogonal gain of the policy's mean head (CleanRL and SB3: 0.01; applies to --init orthogonal)"""
     log_std_init: float = -1.0
-    """initial log standard deviation of the policy (the same for every action dimension; -1: std e^-1 = 0.37,
-    ObjectRL's, below the 0.52 where Ant's noise costs more than standing pays; 0: std 1, v0.1's default)"""
+    """initial log standard deviation of the policy, the same for every action dimension (-1: std 0.37, ObjectRL's:
+    docs/ppo.md)"""
     log_std_max: Optional[float] = None
-    """clamp the log standard deviation at this value in the policy (ObjectRL: -1, std 0.37; the clamp passes no
-    gradient above it, so from --log-std-init 0 the std stays exp(-1)); None: no clamp"""
+    """clamp the policy's log standard deviation at this value, with no gradient above it (ObjectRL: -1); None: no
+    clamp"""
     learn_log_std: bool = True
     """learn the log standard deviation (a parameter of the actor); --no-learn-log-std keeps --log-std-init"""
     norm_obs: bool = False
     """feed the networks observations normalized by their running mean and std, clipped (gymnasium's
-    NormalizeObservation; the paper never mentions it, ObjectRL has none; on in v0.1); off: the raw
-    observations (the running statistics are still kept)"""
+    NormalizeObservation; the paper never mentions it, ObjectRL has none); off: the raw observations (the running
+    statistics are still kept)"""
     normalization_clip: float = 10.0
     """normalized observations and rewards are clipped to +- this value"""
     norm_reward: bool = True
     """scale rewards by the running std of the discounted return and clip them (gymnasium's NormalizeReward; the
-    paper never mentions it, ObjectRL has none; on in v0.1, off in v0.2, on from v0.3:
-    CHANGELOG.md); --no-norm-reward: the raw rewards (the statistics are still updated)"""
-    # ReDo: Sokar et al. (2023), the paper's values for its DQN experiments (docs/baselines.md has the sources)
-    redo_threshold: float = 0.025
-    """ReDo: tau; a hidden unit is tau-dormant when its score (mean |activation| / the layer's mean of those) <= tau"""
-    redo_frequency: int = 1000
-    """ReDo: recycle the tau-dormant units every this many minibatch steps of each network, per seed"""
+    paper never mentions it, ObjectRL has none; this default's history: CHANGELOG.md); --no-norm-reward: the raw
+    rewards (the statistics are still updated)"""
 
     # ---- The run's settings, the same in every script (scripts/sync_plumbing.py copies them) ----
     exp_name: str = os.path.basename(__file__)[: -len(".py")]
@@ -132,7 +132,7 @@ class Args:
     torch_deterministic: bool = True
     """make torch deterministic (`torch.use_deterministic_algorithms`; see docs/long-runs.md for the CUDA cost)"""
     cuda: bool = True
-    """use CUDA when it is available and --num-seeds >= CUDA_MIN_SEEDS (faster there, measured); an explicit
+    """use CUDA when it is available and --num-seeds >= 8 (faster there: docs/batched-seeds.md); an explicit
     `--cuda` forces CUDA whatever the number of seeds, `--no-cuda` forces the CPU"""
     torch_threads: int = 1
     """torch intra-op threads on the CPU (1 is fastest for these network sizes and keeps results bit-identical)"""
@@ -561,12 +561,9 @@ def dormant_percent(seed_masks: list) -> float:
 
 
 # ==== The plumbing: from this line to the end, every *_continuous.py is byte-identical (a test checks it) ====
-# Seeds stacked in one process, the per-seed optimizer, observation normalization, environment stepping and
-# evaluation, checkpoint and resume, CSV and TensorBoard output, the command line and its errors. The contract with
-# the method above (docs/reading-guide.md lists what the method may call here; the tests check every script against
-# it): the method defines METHOD_FUNCTIONS; its Args has METHOD_ARGS, the only method fields read here; its Agent
-# (make_agent) has AGENT_FIELDS (actor and critic stacked over seeds, with hidden_activations(x) for the plasticity
-# metrics; critic_optimizer), and agent.{name}_optimizer for each loss name that optimizer_step steps.
+# Seeds, environments, evaluation, checkpoints, outputs and the command line. The contract with the method above
+# (docs/reading-guide.md): it defines METHOD_FUNCTIONS, its Args has METHOD_ARGS (the method fields read here) and
+# its Agent AGENT_FIELDS, plus agent.{name}_optimizer for each loss that optimizer_step steps.
 
 METHOD_FUNCTIONS = ("method_name", "run_tag", "validate_method", "make_agent", "rollout_policy", "evaluation_action",
                     "training_reward", "compute_advantages", "update", "log_update", "set_learning_rate", "main")
@@ -577,20 +574,13 @@ EXIT_INVALID_CONFIG = 2
 EXIT_NONFINITE = 3
 EXIT_PREEMPTED = 75
 EXIT_DISK_FULL = 74  # a file of the run could not be written (sysexits.h's EX_IOERR): not requeued, as 75 is
-# The generation of defaults this code runs (CHANGELOG.md; v0.4: 2026-12-01, commit 71aed13), recorded in config.json
-# next to the commit. It moves when a default that changes results moves, not with every commit.
-RELEASE = "v0.4"
-# 4: tensors and plain Python values only, so torch.load(weights_only=True) reads it without running code
-CHECKPOINT_FORMAT = 4
-# Args that may change between a run and its resumption without changing the experiment (a seed's results do not
-# depend on the seeds trained beside it); trust_checkpoint: a flag of v0.1-v0.4, gone, kept so its runs resume.
+RELEASE = "v0.4"  # the generation of defaults (CHANGELOG.md), recorded in config.json next to the commit
+CHECKPOINT_FORMAT = 4  # tensors and plain values only: torch.load(weights_only=True) runs no code
+# Args that may change between a run and its resumption without changing the experiment
 RESUME_IGNORED_ARGS = ("overwrite", "cuda", "track", "wandb_project_name", "wandb_entity", "max_nonfinite_skips",
-                       "num_seeds", "run_dir", "env_threads", "trust_checkpoint")
-# From this many seeds per process up, the default trains on CUDA when it is available: below it one CPU core is
-# faster (docs/batched-seeds.md)
-CUDA_MIN_SEEDS = 8
-# Without a terminal the progress bar is off: evaluation lines carry the progress, and a line at least this often
-PROGRESS_NOTE_SECONDS = 300
+                       "num_seeds", "run_dir", "env_threads")
+CUDA_MIN_SEEDS = 8  # from this many seeds up the default trains on CUDA (docs/batched-seeds.md)
+PROGRESS_NOTE_SECONDS = 300  # without a terminal, a progress line at least this often
 CSV_LOGS = {"evaluations.csv": ["global_step", "task", "episodes", "return_mean", "return_std", "return_min",
                                 "return_max"],
             "plasticity.csv": ["global_step", "task", "network", "effective_rank", "stable_rank", "dormant_percent"]}
@@ -618,13 +608,8 @@ class AlignedGradient(torch.autograd.Function):
 
 
 class StackedLinear(nn.Module):
-    """One ``nn.Linear`` per seed: ``weight[k]`` (out x in) and ``bias[k, 0]`` are seed k's parameters, and
-    x (seeds, samples, in) -> (seeds, samples, out).
-
-    On CUDA one batched matmul serves all seeds. On the CPU each seed gets its own ``F.linear``: MKL's batched
-    matmul changes its blocking with the number of matrices, which would make a seed's results depend on the
-    seeds beside it, and batching saves no arithmetic on one core anyway.
-    """
+    """One ``nn.Linear`` per seed (``weight[k]``, ``bias[k, 0]``): (seeds, samples, in) -> (seeds, samples, out); on
+    the CPU one ``F.linear`` per seed, so that a seed's rounding does not depend on K (docs/batched-seeds.md)."""
 
     def __init__(self, num_seeds: int, in_features: int, out_features: int):
         super().__init__()
@@ -662,10 +647,8 @@ class StackedLayerNorm(nn.Module):
 
 def layer_init(layer: StackedLinear, generators: list, std: float = np.sqrt(2), bias_const: float = 0.0,
                init: str = "orthogonal") -> StackedLinear:
-    """CleanRL's orthogonal initialization (gain ``std``, biases ``bias_const``), or with ``init="torch"``
-    nn.Linear's own (reset_parameters: weights kaiming_uniform_(a=sqrt(5)), i.e. uniform in +-1/sqrt(fan_in), then
-    biases uniform in the same range; ``std`` and ``bias_const`` unused). Seed k's slice is drawn from seed k's
-    generator only. The layer remembers its initializer (``layer.initializer``), so that fresh_draw repeats it."""
+    """CleanRL's orthogonal init (gain ``std``, biases ``bias_const``), or nn.Linear's own (``init="torch"``), seed k's
+    slice from seed k's generator; ``layer.initializer`` keeps the scheme for fresh_draw."""
     layer.initializer = (std, bias_const, init)
     with torch.no_grad():
         if init == "torch":
@@ -681,9 +664,8 @@ def layer_init(layer: StackedLinear, generators: list, std: float = np.sqrt(2), 
 
 
 def fresh_draw(layer: StackedLinear, generator: torch.Generator) -> tuple:
-    """A fresh draw of ``layer``'s own initializer for one seed (the scheme and gain layer_init gave it: sqrt(2)
-    for hidden layers, --policy-head-gain for the policy's head, 1 for the value head; or nn.Linear's), from
-    ``generator``: (weight (out, in), bias (out,)), on the CPU. For methods that re-initialize units or layers."""
+    """A fresh draw of ``layer``'s own initializer (layer_init's scheme and gain) from ``generator``: (weight (out,
+    in), bias (out,)) on the CPU, for methods that re-initialize units or layers."""
     std, bias_const, init = layer.initializer
     _, out_features, in_features = layer.weight.shape
     fresh = layer_init(StackedLinear(1, in_features, out_features), [generator], std, bias_const, init)
@@ -691,10 +673,8 @@ def fresh_draw(layer: StackedLinear, generator: torch.Generator) -> tuple:
 
 
 def hidden_layers(network: nn.Module) -> list:
-    """(incoming StackedLinear, its StackedLayerNorm or None, outgoing StackedLinear) of every hidden layer of an
-    actor or critic, found by type and name: the layers of its ``trunk`` in order, the last one's outgoing layer
-    its head (its one StackedLinear outside the trunk: Actor.mean_head, Critic.head), so every --layer-norm
-    layout of mlp_trunk works. For methods that act on hidden units."""
+    """(incoming StackedLinear, its StackedLayerNorm or None, outgoing StackedLinear) of every hidden layer of a
+    network: its ``trunk``'s layers, then its one StackedLinear outside the trunk (the head)."""
     linears, layer_norms = [], []
     for module in network.trunk:
         if isinstance(module, StackedLinear):
@@ -710,8 +690,7 @@ def hidden_layers(network: nn.Module) -> list:
     return [(linears[i], layer_norms[i], linears[i + 1]) for i in range(len(layer_norms))]
 
 
-# the hidden activations that --activation offers; hidden_activations() collects their outputs
-ACTIVATIONS = {"relu": nn.ReLU, "tanh": nn.Tanh}
+ACTIVATIONS = {"relu": nn.ReLU, "tanh": nn.Tanh}  # --activation; hidden_activations() collects their outputs
 HIDDEN_ACTIVATIONS = tuple(ACTIVATIONS.values())
 
 
@@ -737,12 +716,8 @@ def single_seed_network(network: nn.Module, seed_index: int) -> nn.Module:
 
 
 def initial_parameters(run, network: str, seed_index: Optional[int] = None) -> dict:
-    """The parameters agent.{network} had when it was built, before any step, {name: tensor} as in
-    ``named_parameters()`` (every Linear, LayerNorm and the log std): stacked (seeds, ...) without ``seed_index``,
-    else seed ``seed_index``'s own slice (``p[k]``), bit for bit what a one-seed build of that seed draws. Kept in
-    the checkpoint, so a resumed run has them too. Read-only: for methods that pull towards theta_0 (L2 Init). An
-    extension point of the reading guide ("Adding a method"): no current script calls it
-    (tests/plumbing/test_plumbing.py does)."""
+    """agent.{network}'s parameters as built, {name: tensor}: stacked, or seed ``seed_index``'s slice (read-only,
+    checkpointed): for methods that pull towards theta_0, such as L2 Init (docs/reading-guide.md)."""
     if network not in run.initial_state:
         raise ValueError(f"initial_parameters: the agent has no network {network!r}; its networks: "
                          f"{sorted(run.initial_state)}")
@@ -751,19 +726,11 @@ def initial_parameters(run, network: str, seed_index: Optional[int] = None) -> d
 
 
 class SeedwiseAdam(optim.Optimizer):
-    """Adam for parameters stacked over seeds (seed axis first), with each seed's own step count, gradient
-    clipping and step skipping; ``weight_decay`` is torch.optim.Adam's (L2, added to the gradient).
-
-    On the CPU each seed's slices go through torch's fused Adam kernel on their own: the kernel computes a
-    tensor's last (size mod vector width) entries on a scalar path with other rounding, so stepping a stacked
-    tensor at once would make a small parameter's update (a seed's 6 log-std entries) depend on the number of
-    seeds. A seed's update is thus exactly that of ``optim.Adam(fused=True)`` in a one-seed run. On CUDA one
-    kernel steps all seeds while their step counts agree. ``step(stepping)`` steps only the seeds where
-    ``stepping`` is True: a skipped seed keeps its parameters, moments and step count.
-    """
+    """Adam over seed-stacked parameters, each seed's step exactly ``optim.Adam(fused=True)``'s in a one-seed run
+    (docs/batched-seeds.md); ``step(stepping)`` steps only the seeds where ``stepping`` is True."""
 
     def __init__(self, params, lr: float, betas: tuple = (0.9, 0.999), eps: float = 1e-8, weight_decay: float = 0.0):
-        # weight_decay enters the state only when used: a checkpoint's optimizer entries stay those of v0.1-v0.4
+        # weight_decay enters the state only when used: a checkpoint's optimizer entries stay the same without it
         super().__init__(params, dict(lr=lr, betas=betas, eps=eps, **({"weight_decay": weight_decay} if weight_decay
                                                                         else {})))
         self.params = self.param_groups[0]["params"]
@@ -775,8 +742,7 @@ class SeedwiseAdam(optim.Optimizer):
         self._seed_views = None
 
     def seed_views(self) -> list:
-        """Per seed: views of its parameters, first and second moments and step counts (made once: these tensors
-        live as long as the optimizer; gradients are new tensors after every backward, see seed_gradients)."""
+        """Per seed: views of its parameters, moments and step counts (made once; gradients: seed_gradients)."""
         if self._seed_views is None:
             tensors = [self.params, [self.state[p]["exp_avg"] for p in self.params],
                        [self.state[p]["exp_avg_sq"] for p in self.params], [self.state[p]["step"] for p in self.params]]
@@ -791,8 +757,7 @@ class SeedwiseAdam(optim.Optimizer):
         self._seed_views = None
 
     def steps_taken(self) -> np.ndarray:
-        """Each seed's number of steps taken, (seeds,) int64: its Adam step count, so a skipped step (non-finite)
-        does not count, and it is checkpointed with the optimizer, so it goes on across a resume. For methods that
+        """Each seed's Adam step count, (seeds,) int64 (skipped steps do not count; checkpointed): for methods that
         act every F gradient steps."""
         return torch.stack([self.state[p]["step"] for p in self.params]).amax(0).cpu().numpy().astype(np.int64)
 
@@ -816,8 +781,7 @@ class SeedwiseAdam(optim.Optimizer):
 
     @torch.no_grad()
     def clip_grad_norms_(self, max_norm: float, norms: Optional[torch.Tensor] = None) -> torch.Tensor:
-        """``clip_grad_norm_`` for each seed separately; returns the per-seed norms before clipping. ``norms``: clip
-        by these (seeds,) norms instead of this optimizer's own (one clip over several optimizers' gradients)."""
+        """``clip_grad_norm_`` per seed, by ``norms`` (seeds,) if given; returns the norms before clipping."""
         norms = self.gradient_norms() if norms is None else norms
         scale = (max_norm / (norms + 1e-6)).clamp(max=1.0)
         if self.params[0].is_cuda:
@@ -852,8 +816,8 @@ class SeedwiseAdam(optim.Optimizer):
 
 
 class RunningMeanStd:
-    """Running mean/variance of a stream of arrays, one set of statistics per seed (parallel-variance update,
-    as gymnasium's wrappers). Batches have shape (seeds, samples, *shape); statistics (seeds, 1, *shape)."""
+    """Running mean/variance per seed, as gymnasium's wrappers: batches (seeds, samples, *shape), statistics (seeds,
+    1, *shape)."""
 
     def __init__(self, num_seeds: int, shape=(), epsilon: float = 1e-4):
         self.mean = np.zeros((num_seeds, 1, *shape), np.float64)
@@ -864,8 +828,7 @@ class RunningMeanStd:
         batch_count = batch.shape[1]
         total = self.count + batch_count
         if batch_count == 1:
-            # one env per step: the batch variance is 0 and the batch count 1, so the general formula below reduces to
-            # these operations with the same roundings (x * 1 and x + 0.0 are exact), at half the cost per step
+            # one env per step: the formula below with the same roundings (x * 1, x + 0.0), at half the cost
             delta = batch - self.mean
             self.mean = self.mean + delta / total
             self.var = (self.var * self.count + delta**2 * self.count / total) / total
@@ -899,8 +862,7 @@ def map_leaves(fn, *trees):
 
 
 def seed_slice(state, seed_index: int):
-    """Seed ``seed_index``'s part of a stacked state: every tensor or array with a seed axis first keeps that axis,
-    with length 1; other leaves (counts, step numbers, hyperparameters) are shared by all seeds."""
+    """Seed ``seed_index``'s part of a stacked state (its seed axis kept, of length 1); other leaves are shared."""
     def part(x, k=slice(seed_index, seed_index + 1)):
         if not isinstance(x, (torch.Tensor, np.ndarray)) or x.ndim == 0:
             return x
@@ -923,15 +885,13 @@ def stack_seeds(states: list):
 
 
 class Agent(SimpleNamespace):
-    """What the method learns or keeps between updates (networks, optimizers, method state), made by make_agent.
-    The checkpoint stores each entry under its name: its ``state_dict()`` when it has one, else the entry itself
-    (an array with the seed axis first)."""
+    """What the method learns or keeps (make_agent); the checkpoint stores each entry by name, as its
+    ``state_dict()`` or itself (an array, seed axis first)."""
 
 
 class Run:
-    """Everything a run is, in one object; its fields are declared here, grouped by who sets them. ``STATE`` lists
-    the per-seed fields beside the agent's entries and ``COUNTERS`` the shared ones: the checkpoint saves exactly
-    these (with each seed's environment and generator states) and a resume restores exactly these."""
+    """Everything a run is, its fields grouped by who sets them; the checkpoint saves and a resume restores exactly
+    the agent, ``STATE`` (per seed), ``COUNTERS`` (shared) and each seed's environment and generator states."""
 
     STATE = ("obs_rms", "raw_obs", "episode_return", "episode_length", "nonfinite_skips_total")
     COUNTERS = ("global_step", "iteration", "task_index", "timers")
@@ -1043,10 +1003,8 @@ class Run:
                 self.env.set_state(sim, env_state)
         for generator, checkpoint in zip(self.generators, checkpoints):
             generator.set_state(checkpoint["rng"]["torch"])
-        # theta_0 as the run drew it; a checkpoint written before 2026-11-29 (831c558) has none: the build's draw
-        # stays (the same seed's generator, so the same parameters while the initialization code is unchanged)
         for k, checkpoint in enumerate(checkpoints):
-            for network, parameters in checkpoint.get("initial_parameters", {}).items():
+            for network, parameters in checkpoint.get("initial_parameters", {}).items():  # older checkpoints have none
                 for name, value in parameters.items():
                     self.initial_state[network][name][k] = value[0]
 
@@ -1080,6 +1038,13 @@ def evaluation_steps(steps_per_task: int, num_tasks: int, eval_frequency: int) -
     return sorted(points)
 
 
+def fewest_evaluations_per_task(steps_per_task: int, num_tasks: int, eval_frequency: int) -> int:
+    """The fewest evaluations any task gets after its first step (its curve's points; step 0 aside)."""
+    points = evaluation_steps(steps_per_task, num_tasks, eval_frequency)
+    return min(sum(task * steps_per_task < step <= (task + 1) * steps_per_task for step in points)
+               for task in range(num_tasks))
+
+
 def evaluated_task(global_step: int, steps_per_task: int) -> int:
     """The task an evaluation at ``global_step`` measures: the task of the step that was just taken."""
     return max(global_step - 1, 0) // steps_per_task
@@ -1087,12 +1052,8 @@ def evaluated_task(global_step: int, steps_per_task: int) -> int:
 
 def evaluate_policy(policy, eval_env: nonstationary_envs.BatchedEnv, task: int, obs_rms: RunningMeanStd,
                     args: Args, seeds: list, device, max_states: int = 0):
-    """Run one episode per evaluation simulation with the deterministic action ``policy(obs)`` (the method's
-    evaluation_action), on ``task``, with the observation statistics frozen. Simulation k * E + i is seed
-    ``seeds[k]``'s episode i of E, reset with seeds[k] + 100 + i (paper, Appendix B), so an evaluation is a function
-    of the policy and the statistics only; all seeds' episodes share one forward pass per step. Returns the
-    undiscounted returns and episode lengths, (seeds, episodes), and per seed up to ``max_states`` normalized states
-    spread evenly over its episodes (for the plasticity metrics)."""
+    """One episode per simulation of ``policy(obs)`` on ``task``, statistics frozen, seed k's episode i reset with
+    seeds[k] + 100 + i: returns and lengths (seeds, episodes), and per seed up to ``max_states`` visited states."""
     frozen_rms = copy.deepcopy(obs_rms)
     num_seeds = len(seeds)
     num_episodes = eval_env.num_sims // num_seeds
@@ -1173,9 +1134,8 @@ def log_plasticity(run: Run, step: int, task: int, visited: list) -> None:
 
 
 def progress_note(run: Run) -> str:
-    """Where the run is, for output that goes to a file (nohup, sweeps, SLURM), where tqdm's bar is off: steps
-    done of the total (per seed, as global_step), the percentage, the steps/s since the previous note (evaluations
-    included, so the time left is what the wall clock will show) and the time left at that rate."""
+    """Where the run is, for output to a file (no tqdm bar): steps done, the percentage, the steps/s since the last
+    note (evaluations included) and the time left at that rate."""
     now, step = time.perf_counter(), run.global_step
     last_time, last_step = run.progress_mark
     run.progress_mark = (now, step)
@@ -1202,20 +1162,15 @@ def flat(x: torch.Tensor) -> torch.Tensor:
 
 
 def collect_rollout(run: Run) -> Optional[SimpleNamespace]:
-    """num_steps steps of every env of every seed with the method's actions (rollout_policy) and the rewards it
-    trains on (training_reward); on the way: task changes, evaluations at their steps, episode ends (reset in the
-    same step, the true final observation kept for the bootstrap), observation normalization, --save-states.
-    Returns the rollout as device tensors, (seeds, T * envs, ...) for obs, next_obs and actions, (seeds, T, envs)
-    for rewards (the training rewards), raw_rewards (the environment's), terminations and dones; None when the run
-    ended inside it."""
+    """num_steps steps of every env with the method's actions and rewards, changing tasks and evaluating on the way;
+    the rollout as device tensors ((seeds, T * envs, ...) or (seeds, T, envs)), None when the run ended inside it."""
     args, env, writers = run.args, run.env, run.writers
     num_seeds, device, progress = len(run.seeds), run.device, run.progress
     act = rollout_policy(run.agent, args, run.generators, device)
     buffers = run.buffers
     run.task_ended = False
     steps_collected = 0
-    # one inference-mode context for the whole rollout: entering it per step costs ~20 us
-    with torch.inference_mode():
+    with torch.inference_mode():  # once per rollout: entering it costs ~20 us
         for step in range(args.num_steps):
             step_task = run.global_step // args.steps_per_task
             if step_task != run.task_index:
@@ -1240,8 +1195,7 @@ def collect_rollout(run: Run) -> Optional[SimpleNamespace]:
             done = terminated | truncated.reshape(terminated.shape)  # the env's episode clock (--max-episode-steps)
             buffers.dones[:, step] = done
             run.raw_obs = next_raw_obs.reshape(run.raw_obs.shape)
-            # An ended episode restarts in the same step, so the buffer holds no junk transition; its true final
-            # observation is kept for next_obs (a truncation bootstraps from its value).
+            # An ended episode restarts in the same step; its final observation is next_obs (for the bootstrap)
             ended, final_raw_obs = (np.argwhere(done), run.raw_obs[done]) if done.any() else ((), ())
             if len(ended):
                 for k, i in ended:
@@ -1297,9 +1251,8 @@ class Minibatch(dict):
 
 
 def minibatches(run: Run, batch: dict):
-    """One epoch over the batch: each seed's own random permutation (from its own generator) in minibatches; none
-    once a seed has skipped --max-nonfinite-skips steps in a row (the run then stops with a checkpoint), so that
-    the update ends by its one return."""
+    """One epoch of each seed's own random minibatches; none once a seed has skipped --max-nonfinite-skips steps in
+    a row (the run then stops with a checkpoint)."""
     if must_stop_nonfinite(run):
         return
     permutation = torch.stack([torch.randperm(run.batch_size, generator=generator)
@@ -1316,19 +1269,15 @@ def must_stop_nonfinite(run: Run) -> bool:
 
 
 def optimizer_step(run: Run, losses: dict, unclipped: tuple = ()) -> np.ndarray:
-    """One step of each optimizer ``run.agent.{name}_optimizer`` on its loss ``losses[name]``, (seeds,): one backward
-    of their sum (each seed's gradient is its own loss's), each seed's norm clipped at --max-grad-norm (but the
-    optimizers in ``unclipped``; with --joint-optimizer one clip over all the others, as one Adam), and a seed whose
-    loss or gradient is not finite skips its step. Returns which seeds stepped, (seeds,) bool (none once a seed has
-    skipped --max-nonfinite-skips in a row). ``run.grad_norms`` keeps the norms before clipping, and each ``.grad``
-    this step's clipped gradient until the next optimizer_step, for a method to read."""
+    """One step of each ``agent.{name}_optimizer`` on ``losses[name]`` (seeds,), clipped at --max-grad-norm (but
+    ``unclipped``), a non-finite seed skipped; returns which seeds stepped (run.grad_norms: the norms before clip)."""
     optimizers = {name: getattr(run.agent, f"{name}_optimizer") for name in losses}
     for optimizer in optimizers.values():
         optimizer.zero_grad()
     sum(losses.values()).sum().backward()
     critic_grad_max = run.agent.critic_optimizer.max_abs_gradients()
     joint_norms = None
-    if run.args.joint_optimizer:  # one clip_grad_norm_ over every clipped optimizer's gradients, as one Adam has
+    if run.args.joint_optimizer:  # one clip over every clipped optimizer's gradients, as one Adam
         joint_norms = torch.linalg.vector_norm(torch.stack([optimizer.gradient_norms() for name, optimizer in
                                                             optimizers.items() if name not in unclipped]), dim=0)
     run.grad_norms = {name: optimizer.gradient_norms() if name in unclipped
@@ -1376,16 +1325,15 @@ def update_means(run: Run) -> dict:
 
 
 def updated_seeds(run: Run):
-    """(seed index, log) for every seed that took a minibatch step in this update; ``log(tag, value)`` adds a
-    point to that seed's TensorBoard at the current step."""
+    """(k, log) for every seed k that stepped in this update; ``log(tag, value)`` adds a point to its TensorBoard."""
     for k, writer in enumerate(run.writers):
         if run.minibatch_steps[k]:
             yield k, lambda tag, value, writer=writer: writer.add_scalar(tag, value, run.global_step)
 
 
 def end_iteration(run: Run) -> None:
-    """The shared logs of an update (non-finite skips, the critic's largest gradient, steps/s), then a checkpoint
-    when one is due, or the stop after a signal or too many non-finite steps."""
+    """The shared logs of an update, then a checkpoint when one is due, or the stop after a signal or too many
+    non-finite steps."""
     args, seeds = run.args, run.seeds
     now = time.perf_counter()
     run.timers["wall"] += now - run.wall_mark
@@ -1454,31 +1402,41 @@ def failed_write(error: BaseException) -> Optional[OSError]:
     return None
 
 
-def stop_on_failed_write(path: str, error: OSError) -> None:
-    """One line naming the file that could not be written, its disk's free space and the command that resumes, then
-    exit EXIT_DISK_FULL. Nothing logged before is lost: a file is replaced only once whole (atomic_write_bytes), and
-    a CSV row is appended whole or not at all (CsvLog)."""
+class RunConfigError(Exception):
+    """A configuration or run directory that the run refuses, raised where it is found: one line, exit 2 (run_main)."""
+
+
+class RunWriteError(Exception):
+    """A file of the run, ``path``, that could not be written (the failed write is its cause): exit 74 (run_main)."""
+
+    def __init__(self, path: str):
+        super().__init__(path)
+        self.path = path
+
+
+def write_failure_line(path: str, error: OSError) -> str:
+    """The line of a failed write: the file, its disk's free space and the command that resumes (nothing logged is
+    lost: a file is replaced only whole, a CSV row appended whole or not at all)."""
     import shlex
 
     try:
         free = f"{shutil.disk_usage(os.path.dirname(os.path.abspath(path))).free / 2**20:.1f} MiB free on its disk"
     except OSError:
         free = "its disk's free space unknown"
-    print(f"error: could not write {path} ({error.strerror or error}; {free}); nothing already logged was lost (the "
-          f"last checkpoint and every logged row are whole); free some space, then re-run the same command to resume: "
-          f"{shlex.join(['python', *sys.argv])} (exit code {EXIT_DISK_FULL})", file=sys.stderr)
-    raise SystemExit(EXIT_DISK_FULL)
+    return (f"error: could not write {path} ({error.strerror or error}; {free}); nothing already logged was lost (the "
+            f"last checkpoint and every logged row are whole); free some space, then re-run the same command to resume:"
+            f" {shlex.join(['python', *sys.argv])} (exit code {EXIT_DISK_FULL})")
 
 
 @contextlib.contextmanager
 def writing(path: str):
-    """A write of ``path`` inside this context that fails (failed_write) stops the run in one line."""
+    """A write of ``path`` inside this context that fails (failed_write) raises RunWriteError(path)."""
     try:
         yield
     except (OSError, RuntimeError) as error:
         if failed_write(error) is None:
             raise
-        stop_on_failed_write(path, failed_write(error))
+        raise RunWriteError(path) from error
 
 
 def atomic_write_bytes(path: str, write_fn, name: Optional[str] = None) -> None:
@@ -1532,8 +1490,8 @@ def arrays_as_tensors(state, places: list, path: tuple = ()):
 
 
 def save_checkpoint(run_dir: str, state: dict) -> None:
-    """Write checkpoint.pt whole before anything moves, then keep the previous one as checkpoint.prev.pt. Its numpy
-    arrays are stored as tensors, their paths under "numpy_arrays" (read_checkpoint turns them back)."""
+    """Write checkpoint.pt whole, the previous one kept as checkpoint.prev.pt; numpy arrays as tensors, listed under
+    "numpy_arrays"."""
     path = os.path.join(run_dir, "checkpoint.pt")
     places = []
     saved = {**arrays_as_tensors(state, places), "numpy_arrays": places}
@@ -1545,15 +1503,13 @@ def save_checkpoint(run_dir: str, state: dict) -> None:
 
 
 def read_checkpoint(path: str) -> tuple:
-    """(state, None) for a checkpoint this script can resume from, else (None, why not). torch.load(weights_only=True)
-    unpickles tensors and plain values only, so a crafted file cannot run code."""
+    """(state, None) for a checkpoint this script can resume from, else (None, why not); it runs no code."""
     import pickle
 
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError:  # what weights_only refuses: a global it would have to import and call
-        return None, (f"it needs code to load: written before checkpoint format {CHECKPOINT_FORMAT} (before "
-                      "2026-11-27), or crafted; refused, nothing in it ran")
+        return None, f"it needs code to load (older than format {CHECKPOINT_FORMAT}, or crafted); nothing in it ran"
     except Exception as error:  # a truncated or corrupt file
         return None, f"it is unreadable ({type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''})"
     if not isinstance(state, dict) or state.get("format") != CHECKPOINT_FORMAT:
@@ -1566,10 +1522,8 @@ def read_checkpoint(path: str) -> tuple:
 
 
 def group_checkpoints(run_dirs: list) -> tuple:
-    """(one checkpoint per seed, all at the newest step every seed holds, or None for a fresh start; [(path, why
-    not)] of the seeds that hold no readable checkpoint). A seed has checkpoint.pt and checkpoint.prev.pt: the seeds
-    write theirs one after another, so a crash in between leaves them a step apart; an unreadable file beside a
-    readable one is skipped with a warning."""
+    """(each seed's checkpoint at the newest step all seeds hold, or None; [(path, why not)] of seeds with none
+    readable): checkpoint.pt or checkpoint.prev.pt, as a crash between two seeds' writes leaves them."""
     by_step, stranded = [], []
     for run_dir in run_dirs:
         states, problems = {}, []
@@ -1589,9 +1543,8 @@ def group_checkpoints(run_dirs: list) -> tuple:
 
 
 def write_checkpoint(run: Run) -> None:
-    """Each seed's checkpoint.pt, in the format of a one-seed run, after its TensorBoard points and its states.npz
-    (--save-states), so that a run stopped in between loses none of them: a resume purges the points and drops the
-    states logged after its checkpoint's step, never ones before it."""
+    """Each seed's checkpoint.pt (a one-seed run's), after its TensorBoard points and states.npz, so a resume drops
+    only what was logged after it."""
     for k, seed in enumerate(run.seeds):
         with writing(os.path.join(run.run_dirs[seed], "events.out.tfevents.*")):
             run.writers[k].flush()
@@ -1604,10 +1557,8 @@ def write_checkpoint(run: Run) -> None:
 
 
 def csv_lines_to_keep(path: str, header: list, last_step: int) -> Optional[list]:
-    """The lines of a CSV log (header first) that a resume from ``last_step`` keeps, None when the file does not
-    exist. Rows logged after the step are dropped (they are logged again, identically), and so is a torn last line
-    (what a crash in the middle of an append leaves); ValueError naming the file and the line when the header, or a
-    kept row's step and number of fields, is not what CsvLog writes."""
+    """The lines of a CSV log a resume from ``last_step`` keeps (None: no file), later rows and a torn last line
+    dropped; ValueError naming the file and line when the header or a kept row is not CsvLog's."""
     if not os.path.exists(path):
         return None
     with open(path, "rb") as f:
@@ -1627,8 +1578,7 @@ def csv_lines_to_keep(path: str, header: list, last_step: int) -> Optional[list]
 
 
 class CsvLog:
-    """Append-only CSV with a header; every row goes to the file at once, whole, so a crash never loses a logged row
-    and a failed write (a full disk) leaves none torn: the file is cut back to its last whole row and the run stops."""
+    """Append-only CSV with a header; a row is written whole at once, and a failed write cut back (no torn row)."""
 
     def __init__(self, path: str, header: list):
         self.path = path
@@ -1647,7 +1597,7 @@ class CsvLog:
         except OSError as error:
             with contextlib.suppress(OSError):
                 os.ftruncate(self.fd, size)  # no torn row (a shorter file needs no space)
-            stop_on_failed_write(self.path, error)
+            raise RunWriteError(self.path) from error
 
     def close(self) -> None:
         os.close(self.fd)
@@ -1666,14 +1616,12 @@ def run_metadata() -> dict:
             "gymnasium": gym.__version__, "mujoco": mujoco.__version__, "numpy": np.__version__}
 
 
-# run directory -> its open .lock file, locked until this process ends (lock_run_dir)
-RUN_DIR_LOCKS = {}
+RUN_DIR_LOCKS = {}  # run directory -> its open .lock file (lock_run_dir)
 
 
 def lock_run_dir(run_dir: str) -> None:
-    """One writer per run directory: an exclusive flock on ``run_dir/.lock``, held for the life of the process. The
-    OS frees it when the process ends, however it ends (SIGKILL, a lost node), so no stale lock is ever left to
-    clean; the file says who holds it. A second process raises ValueError naming the holder's PID and host."""
+    """One writer per run directory: an flock on ``run_dir/.lock`` for the process's life (the OS frees it however
+    it ends); a second process raises ValueError naming the holder."""
     import fcntl
     import socket
 
@@ -1697,8 +1645,8 @@ def lock_run_dir(run_dir: str) -> None:
 
 
 def read_record(path: str, key: str, remedy: str) -> Optional[dict]:
-    """A run directory's config.json or summary.json (None when it does not exist); ValueError naming the file, what is
-    wrong and ``remedy`` when it cannot be read or holds no ``key``."""
+    """A run directory's config.json or summary.json (None: no file); ValueError naming it and ``remedy`` when it
+    cannot be read or holds no ``key``."""
     if not os.path.exists(path):
         return None
     try:
@@ -1748,9 +1696,7 @@ def prepare_run_dir(args: Args, run_dir: str, config_args: dict) -> None:
 
 
 def start_run(args: Args, argv: list, notes: tuple = ()) -> Run:
-    """Everything before the first iteration, in named steps: the seeds still to train, the devices, the
-    simulations and the agent, a resume from the seeds' checkpoints (or fresh simulations), the outputs, the run's
-    header (with the method's ``notes``) and the session's schedule, with step 0's evaluation of a fresh run."""
+    """Everything before the first iteration, in named steps; ``notes``: the method's lines in the header."""
     run = Run()
     run.args, run.exit_code, run.progress = args, 0, None
     choose_seeds(run)
@@ -1764,9 +1710,8 @@ def start_run(args: Args, argv: list, notes: tuple = ()) -> Run:
 
 
 def choose_seeds(run: Run) -> None:
-    """Seeds seed, ..., seed + num_seeds - 1, each writing exactly what a run with --num-seeds 1 and its seed
-    writes: their run directories prepared (a foreign configuration refused, exit 2); a seed that has finished
-    (summary.json) is skipped, and the process exits 0 when none is left."""
+    """The seeds still to train, each writing what a one-seed run writes, their run directories prepared (a finished
+    seed is skipped; exit 0 when none is left)."""
     args = run.args
     all_seeds = [args.seed + k for k in range(args.num_seeds)]
     run.run_names = {seed: f"{args.env_id}__{args.experiment}__{args.strategy}__{run_tag(args)}__{seed}"
@@ -1785,8 +1730,7 @@ def choose_seeds(run: Run) -> None:
             else:
                 run.seeds.append(seed)
     except ValueError as error:
-        print(f"error: {error}", file=sys.stderr)
-        sys.exit(EXIT_INVALID_CONFIG)
+        raise RunConfigError(error) from None
     if not run.seeds:
         sys.exit(0)
     run.schedule = nonstationary_envs.task_schedule(args.env_id, args.experiment, args.strategy)
@@ -1842,17 +1786,15 @@ def build(run: Run) -> None:
 
 
 def restore_or_reset(run: Run) -> bool:
-    """Resume every seed from its checkpoint when all have one at a common step (rows logged after it are dropped,
-    to be logged again identically), else reset the simulations (and remove what an attempt that never wrote a
-    checkpoint left). Unresumable checkpoints are refused (exit 2) unless --overwrite. Returns whether it resumed."""
+    """Resume every seed from its checkpoint at a common step, else reset the simulations (an unresumable
+    checkpoint: exit 2 unless --overwrite); returns whether it resumed."""
     args, seeds = run.args, run.seeds
     checkpoints, unusable = group_checkpoints([run.run_dirs[seed] for seed in seeds])
     if unusable and not args.overwrite:  # never discard what such a run logged, nor run what a file carries
         path, problem = unusable[0]
-        print(f"error: {path} cannot be resumed: {problem}"
-              f"{f' (and {len(unusable) - 1} more checkpoint files)' if len(unusable) > 1 else ''}; the run directory "
-              "is unchanged; pass --overwrite to start the run again", file=sys.stderr)
-        sys.exit(EXIT_INVALID_CONFIG)
+        raise RunConfigError(f"{path} cannot be resumed: {problem}"
+                             f"{f' (and {len(unusable) - 1} more checkpoint files)' if len(unusable) > 1 else ''}; the "
+                             "run directory is unchanged; pass --overwrite to start the run again")
     if checkpoints is None:
         for seed in seeds:  # leftovers of an earlier attempt that never wrote a checkpoint
             for name in os.listdir(run.run_dirs[seed]):
@@ -1873,10 +1815,9 @@ def restore_or_reset(run: Run) -> bool:
                 try:
                     kept_lines[path] = csv_lines_to_keep(path, header, run.global_step)
                 except ValueError as error:
-                    print(f"error: {error}; the run directory is unchanged; repair the file to resume (rows of steps "
-                          f"after {run.global_step}, the checkpoint's, may simply be deleted: the run logs them again)",
-                          file=sys.stderr)
-                    sys.exit(EXIT_INVALID_CONFIG)
+                    raise RunConfigError(f"{error}; the run directory is unchanged; repair the file to resume (rows of "
+                                         f"steps after {run.global_step}, the checkpoint's, may simply be deleted: the "
+                                         "run logs them again)") from None
             states_path = os.path.join(run.run_dirs[seed], "states.npz")
             if args.save_states and os.path.exists(states_path):
                 try:
@@ -1885,9 +1826,9 @@ def restore_or_reset(run: Run) -> bool:
                         run.saved_states[k] = [saved["observations"][keep]]
                         run.saved_state_steps[k] = [saved["global_steps"][keep]]
                 except Exception as error:  # a truncated or corrupt archive: zipfile's, numpy's and KeyError
-                    print(f"error: {states_path} cannot be read ({type(error).__name__}: {error}); the run directory "
-                          "is unchanged; delete the file to resume without the states saved so far", file=sys.stderr)
-                    sys.exit(EXIT_INVALID_CONFIG)
+                    raise RunConfigError(f"{states_path} cannot be read ({type(error).__name__}: {error}); the run "
+                                         "directory is unchanged; delete the file to resume without the states saved "
+                                         "so far") from None
         column = CSV_LOGS["evaluations.csv"].index("return_mean")  # the progress bar's: the last row logged
         run.last_eval_return = np.array([float(rows[-1].split(b",")[column]) if rows and len(rows) > 1 else np.nan
                                          for rows in (kept_lines[os.path.join(run.run_dirs[seed], "evaluations.csv")]
@@ -1942,6 +1883,10 @@ def print_header(run: Run, notes: tuple, resumed: bool) -> None:
           f"evaluation on {run.eval_env.nthread}")
     for note in notes:
         print(f"  {note}")
+    if (fewest := fewest_evaluations_per_task(args.steps_per_task, run.num_tasks, args.eval_frequency)) < 3:
+        every = max(args.steps_per_task // 10 // args.num_envs, 1) * args.num_envs
+        print(f"  note: --eval-frequency {args.eval_frequency} evaluates {fewest} time(s) in a task of "
+              f"{args.steps_per_task} steps, too few for a curve; --eval-frequency {every} gives 10")
     for seed in seeds:
         print(f"  writes {run.run_dirs[seed]}")
     if resumed:
@@ -2082,16 +2027,64 @@ def validate_args(args: Args) -> None:
     validate_method(args)
 
 
-def parse_args(argv: list) -> Args:
-    """The command line as Args, validated: tyro's parser, a one-line error (exit 2) for an unknown flag or a bad
-    value, and `--help | head` ends quietly (SIGPIPE's default, as command-line tools do)."""
-    import tyro
-    import tyro._strings
+HELP_GLUE = ("(default:", "Algorithm", "Appendix", "Eq.", "Sec.", "line", "=", "+", "-", "x", "*", "/", ">=", "<=",
+             "<-", "->")  # the words a --help line never ends with, then the operators it never starts with
 
-    # tyro 1.0.17 keeps a docstring's line break where the next line starts with a non-letter, which an indented
-    # continuation line always does, so --help broke a flag's text mid-phrase: one paragraph per blank-line block
+
+def help_glued(text: str) -> str:
+    """``text`` with a no-break space where --help must not break a line: after HELP_GLUE's words, before an operator
+    or a number, but not after a comma (where tyro breaks anyway); the no-break spaces are printed as spaces."""
+    tokens = text.split(" ")
+    glue = [not before.endswith(",") and (before in HELP_GLUE or token in HELP_GLUE[6:] or re.match(r"-?[0-9]", token))
+            for before, token in zip(tokens, tokens[1:])]
+    return tokens[0] + "".join(("\u00a0" if keep else " ") + token for keep, token in zip(glue, tokens[1:]))
+
+
+def readable_tyro_help() -> None:
+    """Patches of tyro 1.0.17's --help: a docstring's paragraph is one line to wrap, no line breaks mid-expression
+    (help_glued), and the description above the box is wrapped."""
+    import tyro._arguments
+    import tyro._backends._tyro_help_formatting as help_formatting
+    import tyro._strings
+    import textwrap
+
+    def glue(text):
+        text._segments = tuple(help_glued(part) if isinstance(part, str) else glue(part) for part in text._segments)
+        return text
+
+    if getattr(help_formatting.format_help, "readable", False):
+        return
     tyro._strings.remove_single_line_breaks = lambda text: "\n\n".join(" ".join(block.split())
                                                                        for block in re.split(r"\n\s*\n", text))
+    argument_helptext, format_help = tyro._arguments.generate_argument_helptext, help_formatting.format_help
+    tyro._arguments.generate_argument_helptext = lambda *args, **kwargs: glue(argument_helptext(*args, **kwargs))
+    help_formatting.format_help = lambda *args, **kwargs: [
+        wrapped for line in format_help(*args, **kwargs) for wrapped in (
+            textwrap.wrap(line, shutil.get_terminal_size().columns) if len(line) > shutil.get_terminal_size().columns
+            and not set(line) & set("│╭╰─") else [line.replace("\u00a0", " ")])]
+    help_formatting.format_help.readable = True
+
+
+def tyro_error_line(box: str) -> str:
+    """tyro's boxed error as one line: its message, and for an unknown flag the closest of tyro's suggestions."""
+    import difflib
+
+    lines = [line.strip("╭╮╰╯│") for line in box.splitlines()[1:]]
+    message = " ".join(" ".join(itertools.takewhile(lambda line: not set(line.strip()) <= set("─"), lines)).split())
+    if "Perhaps you meant:" in box and (typo := re.search(r"Unrecognized options: (--[\w-]+)", message)):
+        names = [name for line in lines if re.match(r" {1,5}--", line) for name in re.findall(r"--[\w-]+", line)]
+        if names:
+            closest = max(names, key=lambda name: difflib.SequenceMatcher(None, typo[1], name).ratio())
+            message += f"; did you mean {closest}?"
+    return f"{message} (`--help` lists the flags)"
+
+
+def parse_args(argv: list) -> Args:
+    """The command line as Args, validated (RunConfigError for an unknown flag or a bad value); `--help | head` ends
+    quietly (SIGPIPE's default, as command-line tools do)."""
+    import tyro
+
+    readable_tyro_help()
     tyro_errors, pipe_handler = io.StringIO(), signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     try:
         with contextlib.redirect_stderr(tyro_errors):
@@ -2101,27 +2094,34 @@ def parse_args(argv: list) -> Args:
         sys.stdout.flush()
         if exit_status.code in (0, None):
             raise
-        # tyro's error is a box of several lines: keep its message, on one line
-        lines = [line.strip("╭╮╰╯│ ") for line in tyro_errors.getvalue().splitlines()[1:]]
-        message = " ".join(itertools.takewhile(lambda line: not set(line) <= set("─"), lines))
-        print(f"error: {' '.join(message.split())} (`--help` lists the flags)", file=sys.stderr)
-        sys.exit(EXIT_INVALID_CONFIG)
+        raise RunConfigError(tyro_error_line(tyro_errors.getvalue())) from None
     signal.signal(signal.SIGPIPE, pipe_handler)
     try:
         validate_args(args)
     except ValueError as error:
-        print(f"error: {error}", file=sys.stderr)
-        sys.exit(EXIT_INVALID_CONFIG)
+        raise RunConfigError(error) from None
     return args
 
 
-if __name__ == "__main__":
+def run_main(argv: list) -> int:
+    """main(argv)'s exit code, with the one line of a run refused (RunConfigError: 2) or stopped by a failed write
+    (74; also one that TensorBoard's writer thread raised again here, with no file of the run named)."""
     try:
-        sys.exit(main(sys.argv[1:]))
-    except OSError as error:  # a write the run's own files do not name: TensorBoard's, from its writer thread
+        return main(argv)
+    except RunConfigError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_INVALID_CONFIG
+    except (RunWriteError, OSError) as error:
         import errno
 
-        if error.errno not in (errno.ENOSPC, errno.EDQUOT):
+        failed = failed_write(error.__cause__) if isinstance(error, RunWriteError) else error
+        if failed is None or not isinstance(error, RunWriteError) and error.errno not in (errno.ENOSPC, errno.EDQUOT):
             raise
-        stop_on_failed_write(error.filename or os.path.join(next(iter(RUN_DIR_LOCKS), "."), "events.out.tfevents.*"),
-                             error)
+        path = error.path if isinstance(error, RunWriteError) else error.filename or os.path.join(
+            next(iter(RUN_DIR_LOCKS), "."), "events.out.tfevents.*")
+        print(write_failure_line(path, failed), file=sys.stderr)
+        return EXIT_DISK_FULL
+
+
+if __name__ == "__main__":
+    sys.exit(run_main(sys.argv[1:]))

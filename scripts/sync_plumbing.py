@@ -4,8 +4,8 @@ to the end) and the run's settings (the last fields of Args, from their marker l
     python scripts/sync_plumbing.py            # after changing either block in ppo_continuous.py
     python scripts/sync_plumbing.py --check    # exit 1 naming the scripts whose blocks differ (changes nothing)
 
-Every *_continuous.py at the repository root holds the same two blocks (tests/plumbing/test_all_scripts.py checks them byte
-for byte): a fix to the shared code or flags is made once, in the template, and copied with this script. The
+Every *_continuous.py at the repository root holds the same two blocks (tests/plumbing/test_all_scripts.py checks
+them byte for byte): a fix to the shared code or flags is made once, in the template, and copied with this script. The
 scripts are discovered, not listed: a new method's *_continuous.py is covered as soon as it exists.
 """
 

@@ -74,9 +74,9 @@ def write_run(
 
 
 def write_launched_run(run_dir, *, method, finished, drop_steps=()) -> None:
-    """A run as a study launcher leaves it (studies/2026-11-26_paper_length_v0.1_defaults/launch.sh's modes read it): write_run's files, with
-    config.json's run_dir as the seed{seed} template of a one-seed process, and a checkpoint at step 100 (what
-    resume_store.py stashes; its file is not a real one)."""
+    """A run as a study launcher leaves it (studies/2026-11-26_paper_length_v0.1_defaults/launch.sh's modes read
+    it): write_run's files, with config.json's run_dir as the seed{seed} template of a one-seed process, and a
+    checkpoint at step 100 (what resume_store.py stashes; its file is not a real one)."""
     import torch
 
     write_run(run_dir, method=method, finished=finished, drop_steps=drop_steps)

@@ -45,7 +45,8 @@ from tiny_run import REPO_ROOT, run_script, two_seed_flags  # noqa: E402
 # studies/2026-11-27_why_ppo_does_not_walk_on_ant); with V01_FLAGS every script still reproduces 363535a.
 # 823e260 (v0.3): reward normalization is the default again (studies/2026-11-29_eppo_ind_gap_on_ant); with
 # V02_FLAGS every script still reproduces d3270e2 bit for bit. v0.4 (71aed13) changed CB's HalfCheetah defaults only,
-# whose effect the tiny runs never reach: no unit matures in them (tests/methods/test_cb.py holds v0.3's CB values apart).
+# whose effect the tiny runs never reach: no unit matures in them (tests/methods/test_cb.py holds v0.3's CB values
+# apart).
 REFERENCE_COMMIT = "823e260cb382a2e453ddd5717aa0e8961beef018"
 # v0.1's defaults (before 2026-11-27), spelled out as flags, and v0.1's last commit: with these flags the work tree's
 # scripts reproduce that commit's tiny runs bit for bit, wherever the defaults move
@@ -73,8 +74,8 @@ NUM_SEEDS = (1, 2)
 # the file's layout: format 4 stores the numpy arrays as tensors, listed under numpy_arrays, with the same digests)
 UNCOMPARED_KEYS = ("args", "timers", "format", "numpy_arrays")
 # checkpoint entries newer than REFERENCE_COMMIT, compared once the reference has them: until then a run's entry is not
-# "new" (initial_parameters, since 2026-11-29: each network as built; tests/plumbing/test_plumbing.py checks it against a
-# one-seed build)
+# "new" (initial_parameters, since 2026-11-29: each network as built; tests/plumbing/test_plumbing.py checks it
+# against a one-seed build)
 NEWER_THAN_REFERENCE = ("initial_parameters",)
 SCRIPT_SUFFIX = "_continuous.py"
 

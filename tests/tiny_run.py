@@ -53,8 +53,8 @@ def method_event_flags(script: str) -> list:
     return []
 
 
-# The two-seed run of every script (tests/plumbing/test_all_scripts.py's test_two_seed_run_...: the golden outputs of two
-# seeds, seed independence and SIGTERM + resume are checked on one run of these flags, so each is paid for once):
+# The two-seed run of every script (tests/plumbing/test_all_scripts.py's test_two_seed_run_...: the golden outputs of
+# two seeds, seed independence and SIGTERM + resume are checked on one run of these flags, so each is paid for once):
 # seeds 1 and 2 in one process; an odd evaluation count (3) and minibatch (32) put a seed's slices of stacked tensors
 # at misaligned offsets; a checkpoint every 128 steps; every 4th training observation saved (--save-states).
 def two_seed_flags(script: str) -> list:
@@ -237,13 +237,13 @@ def run_script(script: str, run_dir, *extra_flags, tiny: bool = True, timeout: f
 
 # A script run with changes made at run time, not in its text: the script's file runs as a module without its main
 # guard, the patch (Python code) edits its functions in `namespace` (the module's globals, which its functions
-# read), then main is called as the guard calls it.
+# read), then run_main is called as the guard calls it.
 PATCHED_RUN = """
 import runpy, sys
 script, sys.argv = sys.argv[1], sys.argv[1:]
 namespace = runpy.run_path(script, run_name="patched_script")["main"].__globals__
 exec(sys.argv.pop(1), {"namespace": namespace})
-sys.exit(namespace["main"](sys.argv[1:]))
+sys.exit(namespace["run_main"](sys.argv[1:]))
 """
 
 

@@ -74,8 +74,8 @@ def test_missing_new_and_plain_checkpoint_entries_and_other_seeds_are_reported()
 
 
 def test_an_entry_newer_than_the_reference_is_compared_once_the_reference_has_it():
-    """initial_parameters (since 2026-11-29) is not in REFERENCE_COMMIT's checkpoints: not "new" there, but a change of it
-    or its absence is reported against a reference that has it."""
+    """initial_parameters (since 2026-11-29) is not in REFERENCE_COMMIT's checkpoints: not "new" there, but a change
+    of it or its absence is reported against a reference that has it."""
     def add(seed, digest=DIGEST):
         seed["checkpoint"]["initial_parameters"] = {"actor": {"log_std": digest}}
 

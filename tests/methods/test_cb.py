@@ -86,7 +86,8 @@ def test_utility_is_the_bias_corrected_moving_average():
 
 @pytest.mark.parametrize("decay", [0.0, 1e-4])
 def test_small_decay_makes_utility_the_latest_contribution(decay):
-    # The paper's table lists decay rate 1e-4: the utility is then the last minibatch's contribution (docs/baselines.md).
+    # The paper's table lists decay rate 1e-4: the utility is then the last minibatch's contribution
+    # (docs/baselines.md).
     critic, _, gnt = critic_with_generate_and_test(replacement_rate=0.0, utility_decay=decay)
     contributions = []
     for _ in range(3):

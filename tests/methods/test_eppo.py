@@ -13,6 +13,7 @@ import itertools
 import json
 import math
 import os
+import re
 
 import numpy as np
 import pytest
@@ -28,8 +29,12 @@ from eppo_continuous import (
     EXP_INPUT_MAX,
     PRIOR_MODE_WEIGHT_SCALE,
     FALLBACK_KAPPA,
+    CRITIC_LOSSES,
+    LOG_HYPERPRIORS,
     Args,
     EvidentialCritic,
+    algorithm1_log_hyperprior,
+    critic_as_read,
     default_kappa,
     method_name,
     near_termination,
@@ -47,16 +52,16 @@ from eppo_continuous import (
     nll_error_rescaling,
     probabilistic_gae,
     student_t_scale,
-    ucb_advantages_and_returns,
+    ucb_advantages,
     validate_args,
 )
 from reference_math import brute_force_gae
 from tiny_run import TINY_EVALUATION_STEPS, assert_refused_in_one_line, read_csv, run_script
 
 
-def network_args(hidden_dim: int) -> Args:
-    """The script's Args with networks ``hidden_dim`` wide (the rest at their defaults)."""
-    return dataclasses.replace(Args(), hidden_dim=hidden_dim)
+def network_args(hidden_dim: int, **flags) -> Args:
+    """The script's Args with networks ``hidden_dim`` wide and ``flags`` (the rest at their defaults)."""
+    return dataclasses.replace(Args(), hidden_dim=hidden_dim, **flags)
 
 def _generators(*seeds):
     """One torch.Generator per seed, as the script makes them (the networks draw seed k's weights from the k-th)."""
@@ -253,17 +258,14 @@ def test_ucb_bonus_is_added_before_the_returns_as_in_algorithm_1():
     advantages = torch.tensor([0.5, -1.0, 2.0])
     stds = torch.tensor([1.0, 4.0, 0.0])
     values = torch.tensor([10.0, 20.0, 30.0])
-    ucb, returns = ucb_advantages_and_returns(advantages, stds, values, kappa=0.1, ucb_in_returns=True)
+    ucb = ucb_advantages(advantages, stds, kappa=0.1)
     torch.testing.assert_close(ucb, torch.tensor([0.6, -0.6, 2.0]))
-    torch.testing.assert_close(returns, torch.tensor([10.6, 19.4, 32.0]))  # R = A + kappa sigma + omega
-    ucb_again, mean_returns = ucb_advantages_and_returns(advantages, stds, values, kappa=0.1, ucb_in_returns=False)
-    torch.testing.assert_close(ucb_again, ucb)
-    torch.testing.assert_close(mean_returns, advantages + values)  # --no-ucb-in-returns: R = A_mean + omega
+    torch.testing.assert_close(ucb + values, torch.tensor([10.6, 19.4, 32.0]))  # R = A + kappa sigma + omega
 
 
 @pytest.mark.parametrize("transform", ["softplus", "exp"])
 def test_critic_constraints_hold_for_saturated_head_in_float32(transform):
-    critic = EvidentialCritic(obs_dim=3, args=network_args(8), generators=_generators(0, 1), transform=transform)
+    critic = critic_as_read(3, network_args(8, evidence_transform=transform), _generators(0, 1))
     obs = torch.randn(2, 5, 3)
     for head_bias in (-200.0, 0.0, 200.0):
         with torch.no_grad():
@@ -302,8 +304,8 @@ def single_thread():
     torch.set_num_threads(previous)
 
 
-@pytest.mark.parametrize("transform, init_modes", [("softplus", None), ("exp", (4.0, 4.0, 4.0))])
-def test_a_seed_of_the_stacked_critic_does_not_depend_on_the_seeds_beside_it(transform, init_modes, single_thread):
+@pytest.mark.parametrize("transform, init", [("softplus", "default"), ("exp", "prior-mode")])
+def test_a_seed_of_the_stacked_critic_does_not_depend_on_the_seeds_beside_it(transform, init, single_thread):
     """Seed 8's evidence, NIG loss terms, gradients and head shares are bit-identical alone, at position 0 and at
     position 1 of a two-seed critic; 37 samples put the seeds' slices off the CPU's vector width (the transforms and
     the NLL's log, log1p and lgamma must not round a seed's elements by their place in the stacked tensor)."""
@@ -312,13 +314,13 @@ def test_a_seed_of_the_stacked_critic_does_not_depend_on_the_seeds_beside_it(tra
     other_obs, other_y = torch.randn(37, 5, generator=data), 5.0 * torch.randn(37, generator=data)
     results = []
     for seeds in ((8,), (8, 3), (3, 8)):
-        critic = EvidentialCritic(obs_dim=5, args=network_args(16), generators=_generators(*seeds), transform=transform,
-                                  init_modes=init_modes)
+        critic = critic_as_read(5, network_args(16, evidence_transform=transform, evidence_init=init),
+                                _generators(*seeds))
         position = seeds.index(8)
         batch_obs = torch.stack([obs if seed == 8 else other_obs for seed in seeds])
         batch_y = torch.stack([y if seed == 8 else other_y for seed in seeds])
         evidence = critic(batch_obs)
-        losses = evidential_critic_loss(batch_y, *evidence, "nll", 0.01)
+        losses = evidential_critic_loss(batch_y, *evidence, 0.01)
         losses[0].sum().backward()  # as the script: summed over seeds, each seed's gradient is its own loss's
         shares = head_gradient_shares(critic.head.weight.grad, critic.head.bias.grad[:, 0])
         results.append([t.detach()[position] for t in (*evidence, *losses, shares)]
@@ -482,17 +484,17 @@ def test_each_seed_logs_its_own_evidence(tmp_path):
 # ---- The control (--critic-loss mse), the instrumentation and the open choices (docs/eppo_open_choices.md) ----
 
 
-def _critic_and_batch(seed=0, **critic_kwargs):
+def _critic_and_batch(seed=0, **flags):
     """A one-seed critic with a minibatch of 32 observations and targets, (1, 32, 5) and (1, 32)."""
     generator = torch.Generator().manual_seed(seed + 1000)
-    critic = EvidentialCritic(obs_dim=5, args=network_args(16), generators=_generators(seed), **critic_kwargs)
+    critic = critic_as_read(5, network_args(16, **flags), _generators(seed))
     return critic, torch.randn(1, 32, 5, generator=generator), 3.0 * torch.randn(1, 32, generator=generator)
 
 
 def test_mse_critic_loss_is_ppos_and_leaves_the_evidence_rows_without_gradient():
     critic, obs, y = _critic_and_batch()
     omega, nu, alpha, beta = critic(obs)
-    loss, nll, negative_log_prior = evidential_critic_loss(y, omega, nu, alpha, beta, "mse", 0.01)
+    loss, nll, negative_log_prior = CRITIC_LOSSES["mse"](y, omega, nu, alpha, beta, 0.01, nig_log_hyperprior)
     torch.testing.assert_close(loss, ((omega - y) ** 2).mean(-1))  # ppo_continuous.py's value loss (Algorithm 1)
     torch.testing.assert_close(nll, nig_nll(y, omega, nu, alpha, beta).mean(-1))  # still logged
     loss.sum().backward()
@@ -502,7 +504,7 @@ def test_mse_critic_loss_is_ppos_and_leaves_the_evidence_rows_without_gradient()
     assert shares.tolist() == [[1.0, 0.0, 0.0, 0.0]]
     # The evidential loss does move every row.
     critic.zero_grad()
-    evidential_critic_loss(y, *critic(obs), "nll", 0.01)[0].sum().backward()
+    evidential_critic_loss(y, *critic(obs), 0.01)[0].sum().backward()
     assert torch.all(critic.head.weight.grad.abs().sum(-1) > 0)
 
 
@@ -516,7 +518,7 @@ def test_hyperprior_reduction_matches_its_definition(reduction):
     reference = {"mean": nll_i.sum(-1) / m - xi * log_p_i.sum(-1) / m,
                  "sum": nll_i.sum(-1) / m - xi * log_p_i.sum(-1),
                  "once": (nll_i.sum(-1) - xi * log_p_i.mean(-1)) / m}[reduction]
-    loss, nll, negative_log_prior = evidential_critic_loss(y, *evidence, "nll", hyperprior_weight(xi, reduction, m))
+    loss, nll, negative_log_prior = evidential_critic_loss(y, *evidence, hyperprior_weight(xi, reduction, m))
     torch.testing.assert_close(loss, reference)
     torch.testing.assert_close(loss, nll + hyperprior_weight(xi, reduction, m) * negative_log_prior)
     assert hyperprior_weight(xi, reduction, 256) == {"mean": 0.01, "sum": 2.56, "once": 0.01 / 256}[reduction]
@@ -531,7 +533,7 @@ def test_head_gradient_shares_match_the_pre_activation_gradients():
     omega, raw_nu, raw_alpha, raw_beta = pre_activations.unbind(-1)
     nu, beta = F.softplus(raw_nu) + EVIDENCE_FLOOR, F.softplus(raw_beta) + EVIDENCE_FLOOR
     alpha = F.softplus(raw_alpha) + 1 + EVIDENCE_FLOOR
-    evidential_critic_loss(y, omega, nu, alpha, beta, "nll", 0.01)[0].backward()
+    evidential_critic_loss(y, omega, nu, alpha, beta, 0.01)[0].backward()
     g = pre_activations.grad[0].double()
     expected = ((g.T @ features[0].double()) ** 2).sum(-1) + g.sum(0) ** 2
     expected = expected / expected.sum()
@@ -547,7 +549,8 @@ def test_head_gradient_shares_match_the_pre_activation_gradients():
 
 
 def test_student_t_scale_is_the_marginals_scale():
-    nu, alpha, beta = (torch.tensor(v, dtype=torch.float64) for v in ([0.1, 1.0, 30.0], [1.5, 3.0, 8.0], [0.2, 1.0, 5.0]))
+    nu, alpha, beta = (torch.tensor(v, dtype=torch.float64)
+                       for v in ([0.1, 1.0, 30.0], [1.5, 3.0, 8.0], [0.2, 1.0, 5.0]))
     scale = student_t_scale(nu, alpha, beta)
     # St(omega, scale^2, 2 alpha): var = scale^2 * df / (df - 2) (scipy), which is var[V] of Sec. 3.1.
     np.testing.assert_allclose((scale**2 * 2 * alpha / (2 * alpha - 2)).numpy(),
@@ -593,9 +596,9 @@ def test_gamma_mode_is_the_argmax_of_the_density():
 
 @pytest.mark.parametrize("transform", ["softplus", "exp"])
 def test_prior_mode_init_starts_the_evidence_at_the_hyperpriors_modes(transform):
-    default = EvidentialCritic(obs_dim=5, args=network_args(16), generators=_generators(5, 6), transform=transform)
-    critic = EvidentialCritic(obs_dim=5, args=network_args(16), generators=_generators(5, 6), transform=transform,
-                              init_modes=(4.0, 4.0, 4.0))
+    default = critic_as_read(5, network_args(16, evidence_transform=transform), _generators(5, 6))
+    critic = critic_as_read(5, network_args(16, evidence_transform=transform, evidence_init="prior-mode"),
+                            _generators(5, 6))
     # Same random draws as the default init: omega's row is unchanged, the evidence rows are scaled down.
     torch.testing.assert_close(critic.head.weight[:, 0], default.head.weight[:, 0], rtol=0, atol=0)
     torch.testing.assert_close(critic.head.weight[:, 1:], PRIOR_MODE_WEIGHT_SCALE * default.head.weight[:, 1:])
@@ -706,8 +709,9 @@ def test_method_name_marks_every_departure_from_the_defaults():
     assert method_name(Args()) == "EPPO_ind"
     assert method_name(dataclasses.replace(Args(), variant="mean", kappa=0.0)) == "EPPO_mean"
     assert method_name(dataclasses.replace(Args(), variant="mean", kappa=0.0, critic_loss="mse")) == "EPPO_mean+mse"
-    every = dataclasses.replace(Args(), critic_loss="mse", xi=1.0, hyperprior_reduction="sum", evidence_init="prior-mode",
-                                evidence_transform="exp", norm_reward=False, ucb_in_returns=False)
+    every = dataclasses.replace(Args(), critic_loss="mse", xi=1.0, hyperprior_reduction="sum",
+                                evidence_init="prior-mode", evidence_transform="exp", norm_reward=False,
+                                ucb_in_returns=False)
     assert method_name(every) == "EPPO_ind+mse+xi1+hp-sum+prior-mode+exp+no-norm-reward+no-ucb-in-returns"
     # Distinct settings get distinct names (one table cell each).
     names = {method_name(dataclasses.replace(Args(), **{field: value})) for field, value in
@@ -790,7 +794,7 @@ def test_algorithm1_hyperprior_is_its_printed_line_against_scipy():
     no beta term, so its gradient on beta is 0; text: the four terms of Sec. 3.1 (as before)."""
     omega, nu, alpha, beta = (torch.tensor(v, dtype=torch.float64, requires_grad=True)
                               for v in ([-30.0, 2.0], [0.3, 7.0], [1.2, 9.0], [0.05, 40.0]))
-    algorithm1 = nig_log_hyperprior(omega, nu, alpha, beta, terms="algorithm1")
+    algorithm1 = algorithm1_log_hyperprior(omega, nu, alpha, beta)
     text = nig_log_hyperprior(omega, nu, alpha, beta)
     o, n, a, b = (x.detach().numpy() for x in (omega, nu, alpha, beta))
     expected_algorithm1 = stats.norm.logpdf(o, 0, 100) + 2 * stats.gamma.logpdf(n, 5) + stats.gamma.logpdf(a - 1, 5)
@@ -813,10 +817,11 @@ def test_nll_mse_omega_gives_omega_the_mean_squared_error_and_the_evidence_the_n
     gradients = {}
     for loss_name in ("nll", "nll-mse-omega"):
         omega, nu, alpha, beta = (x.double().requires_grad_() for x in inputs)
-        loss, nll, _ = evidential_critic_loss(y, omega, nu, alpha, beta, loss_name, prior_weight=0.01)
+        loss, nll, _ = CRITIC_LOSSES[loss_name](y, omega, nu, alpha, beta, 0.01, nig_log_hyperprior)
         gradients[loss_name] = torch.autograd.grad(loss.sum(), (omega, nu, alpha, beta))
         if loss_name == "nll-mse-omega":
-            expected_loss = (omega - y).square().mean(-1) + nll + 0.01 * -nig_log_hyperprior(omega, nu, alpha, beta).mean(-1)
+            negative_log_prior = -nig_log_hyperprior(omega, nu, alpha, beta).mean(-1)
+            expected_loss = (omega - y).square().mean(-1) + nll + 0.01 * negative_log_prior
             torch.testing.assert_close(loss, expected_loss)
     omega = inputs[0].double()
     torch.testing.assert_close(gradients["nll-mse-omega"][0], 2 * (omega - y) / m + 0.01 * omega / (100.0**2 * m))
@@ -830,7 +835,8 @@ def _one_update_run(critic_grad_clip: str):
     gradient far larger than --max-grad-norm; one epoch of one minibatch."""
     import eppo_continuous as eppo
 
-    args = dataclasses.replace(Args(), hidden_dim=8, minibatch_size=32, update_epochs=1, critic_grad_clip=critic_grad_clip)
+    args = dataclasses.replace(Args(), hidden_dim=8, minibatch_size=32, update_epochs=1,
+                               critic_grad_clip=critic_grad_clip)
     run = eppo.Run()
     run.seeds, run.args, run.device = [1, 2], args, torch.device("cpu")
     run.generators = _generators(1, 2)
@@ -879,13 +885,14 @@ def test_ppo_loss_uses_the_chosen_hyperprior_terms_and_critic_loss():
           "old_log_probs": torch.zeros(2, 16), "advantages": torch.randn(2, 16, generator=generator),
           "returns": 50.0 * torch.randn(2, 16, generator=generator)}
     for terms, loss_name in (("algorithm1", "nll"), ("text", "nll-mse-omega"), ("algorithm1", "nll-mse-omega")):
-        args = dataclasses.replace(Args(), hidden_dim=8, minibatch_size=16, hyperprior_terms=terms, critic_loss=loss_name)
+        args = dataclasses.replace(Args(), hidden_dim=8, minibatch_size=16, hyperprior_terms=terms,
+                                   critic_loss=loss_name)
         agent = eppo.make_agent(args, 5, 2, _generators(1, 2), torch.device("cpu"))
         losses, stats_ = eppo.ppo_loss(agent, mb, args)
         omega, nu, alpha, beta = agent.critic(mb["obs"])
-        expected_prior = -nig_log_hyperprior(omega, nu, alpha, beta, terms=terms).mean(-1)
+        expected_prior = -LOG_HYPERPRIORS[terms](omega, nu, alpha, beta).mean(-1)
         torch.testing.assert_close(stats_["hyperprior"], expected_prior)
-        expected = evidential_critic_loss(mb["returns"], omega, nu, alpha, beta, loss_name, 0.01, terms)[0]
+        expected = CRITIC_LOSSES[loss_name](mb["returns"], omega, nu, alpha, beta, 0.01, LOG_HYPERPRIORS[terms])[0]
         torch.testing.assert_close(losses["critic"], expected)
     assert eppo.method_name(args) == "EPPO_ind+nll-mse-omega+hp-algorithm1"
 
@@ -933,3 +940,22 @@ def test_truncation_bootstraps_from_the_final_state_and_termination_does_not(cha
     nothing, neither its value nor its variance
     (reference_math.assert_truncation_bootstraps_and_termination_does_not)."""
     reference_math.assert_truncation_bootstraps_and_termination_does_not(eppo_continuous, changes)
+
+
+def test_no_eppo_core_function_names_a_study_switch():
+    """The method's core (every function or class whose name holds nig, gae, ucb or evidential) takes no open
+    choice's flag and branches on none: the readings are chosen in the open-choices block (CRITIC_LOSSES, ...)."""
+    import inspect
+
+    switches = ("critic_loss", "hyperprior_terms", "critic_grad_clip", "hyperprior_reduction", "evidence_init",
+                "evidence_transform", "ucb_in_returns", "terms", "transform", "init_modes", "nll-mse-omega",
+                "algorithm1", "prior-mode")
+    core = [(name, value) for name, value in vars(eppo_continuous).items()
+            if re.search("nig|gae|ucb|evidential", name, re.IGNORECASE) and callable(value)
+            and getattr(value, "__module__", None) == "eppo_continuous"]
+    assert {"nig_nll", "nig_log_hyperprior", "probabilistic_gae", "ucb_advantages", "evidential_critic_loss",
+            "EvidentialCritic"} <= {name for name, _ in core}
+    for name, value in core:
+        source = inspect.getsource(value)
+        found = [switch for switch in switches if re.search(rf"\b{re.escape(switch)}\b", source)]
+        assert not found, f"{name} names {found}"

@@ -18,8 +18,9 @@ import ppo_snp_continuous as snp
 import reference_math as ref
 from tiny_run import REPO_ROOT, TINY_EVALUATION_STEPS, read_csv, run_command, run_script
 
-# The flags that make SnP shrink and perturb (lambda 0.9, sigma 0.1 every 2 steps) inside the tiny runs: the shared end-to-end tests (SIGTERM + resume, seed
-# independence, the golden outputs of two seeds) run this script with them (tiny_run.method_event_flags).
+# The flags that make SnP shrink and perturb (lambda 0.9, sigma 0.1 every 2 steps) inside the tiny runs: the shared
+# end-to-end tests (SIGTERM + resume, seed independence, the golden outputs of two seeds) run this script with them
+# (tiny_run.method_event_flags).
 EVENT_FLAGS = ["--snp-frequency", "2", "--snp-shrink", "0.9", "--snp-perturb", "0.1"]
 OBS_DIM, ACTION_DIM, HIDDEN = 5, 2, 16
 SCRIPT = "ppo_snp_continuous.py"

@@ -154,7 +154,8 @@ def test_the_plumbing_block_is_byte_identical_in_every_script():
     template_method, template = sync_plumbing.split(sync_plumbing.read(sync_plumbing.TEMPLATE), sync_plumbing.TEMPLATE)
     settings = sync_plumbing.split_args(template_method, sync_plumbing.TEMPLATE)[1]
     assert len(template.splitlines()) > 500  # the block really holds the plumbing
-    assert {"seed", "num_seeds", "env_id", "num_envs", "run_dir", "eval_episodes"} <= set(re.findall(r"^    (\w+):", settings, re.M))
+    assert {"seed", "num_seeds", "env_id", "num_envs", "run_dir", "eval_episodes"} <= set(
+        re.findall(r"^    (\w+):", settings, re.M))
     for script in sync_plumbing.SCRIPTS:
         method, block = sync_plumbing.split(sync_plumbing.read(script), script)
         assert block == template, f"{script}: its plumbing differs from ppo_continuous.py's (scripts/sync_plumbing.py)"
@@ -210,8 +211,8 @@ def test_two_seed_run_is_golden_resumes_bit_for_bit_and_each_seed_is_independent
     assert result.returncode == 0, result.stderr[-3000:]
 
     interrupted = tmp_path / "interrupted"
-    stopped = run_until_checkpoint_then_stop(script, interrupted / "seed{seed}", interrupted / "seed2" / "checkpoint.pt",
-                                             *flags)
+    stopped = run_until_checkpoint_then_stop(script, interrupted / "seed{seed}",
+                                             interrupted / "seed2" / "checkpoint.pt", *flags)
     assert stopped.returncode == 75, (stopped.stdout[-2000:], stopped.stderr[-2000:])
     assert not (interrupted / "seed1" / "summary.json").exists()
     stopped_at = load_checkpoint_file(interrupted / "seed1" / "checkpoint.pt")["global_step"]
@@ -636,7 +637,8 @@ def test_a_nonfinite_seed_skips_its_own_steps_only(tmp_path):
     alone = run_script(SCRIPTS[0], tmp_path / "alone" / "seed{seed}", "--num-tasks", "1", "--seed", "2")
     assert alone.returncode == 0, alone.stderr[-3000:]
     assert_same_run_state(tmp_path / "run" / "seed2", tmp_path / "alone" / "seed2")
-    with open(tmp_path / "run" / "seed1" / "evaluations.csv") as a, open(tmp_path / "run" / "seed2" / "evaluations.csv") as b:
+    with (open(tmp_path / "run" / "seed1" / "evaluations.csv") as a,
+          open(tmp_path / "run" / "seed2" / "evaluations.csv") as b):
         assert a.read() != b.read()
 
 
@@ -693,7 +695,8 @@ def test_saved_policy_reproduces_the_last_evaluation_whatever_the_callers_thread
     assert result.returncode == 0, result.stderr[-2000:]
     evaluated = run_evaluate(run_dir, "--task", "1", "--episodes", "10", env={"OMP_NUM_THREADS": "2"})
     assert evaluated.returncode == 0, evaluated.stderr[-2000:]
-    assert json.loads(evaluated.stdout)["return_mean"] == float(read_csv(run_dir / "evaluations.csv")[-1]["return_mean"])
+    last_row = read_csv(run_dir / "evaluations.csv")[-1]
+    assert json.loads(evaluated.stdout)["return_mean"] == float(last_row["return_mean"])
 
 
 def test_a_crash_before_the_first_checkpoint_restarts_from_scratch(tmp_path):
@@ -711,7 +714,8 @@ def test_a_crash_before_the_first_checkpoint_restarts_from_scratch(tmp_path):
 def test_parse_errors_are_one_line_and_help_survives_a_closed_pipe(tmp_path):
     """tyro's boxed errors become one line naming the flag (another script's flag too: tyro's "Unrecognized"); `--help`
     into a closed pipe (`| head`) ends without a traceback, by SIGPIPE as command-line tools do."""
-    for flags, expected in ((["--steps-per-task", "abc"], "--steps-per-task"), (["--kappa", "0.1"], "Unrecognized options: --kappa"),
+    for flags, expected in ((["--steps-per-task", "abc"], "--steps-per-task"),
+                            (["--kappa", "0.1"], "Unrecognized options: --kappa"),
                             (["--env-id", "Walker2d-v5"], "Ant-v5")):
         result = run_script("ppo_continuous.py", tmp_path / "run", *flags, timeout=120)
         assert result.returncode == 2 and expected in result.stderr, result.stderr
@@ -774,4 +778,66 @@ def test_every_flags_help_reads_as_one_paragraph(script):
     assert len(fields) > 40 and width > 40  # the box was parsed: every flag and a text column
     for flag, rendered in fields.items():
         for line, following in zip(rendered, rendered[1:]):
-            assert len(line) + 1 + len(following.split()[0]) > width, f"{script} {flag}: broken after {line!r}"
+            next_unit = template().help_glued(following.strip()).split(" ")[0]  # words --help keeps together
+            assert len(line) + 1 + len(next_unit) > width, f"{script} {flag}: broken after {line!r}"
+
+
+def template():
+    import importlib
+
+    return importlib.import_module(sync_plumbing.TEMPLATE[: -len(".py")])
+
+
+HELP_WIDTHS = (80, 120)
+
+
+@pytest.fixture(scope="module")
+def helps() -> dict:
+    """{(script, columns): its --help at that terminal width}, each script's at 80 and 120 columns."""
+    texts = {}
+    for script in SCRIPTS:
+        for columns in HELP_WIDTHS:
+            result = run_command([sys.executable, os.path.join(REPO_ROOT, script), "--help"], REPO_ROOT,
+                                 {"COLUMNS": str(columns)}, timeout=120)
+            assert result.returncode == 0, result.stderr[-2000:]
+            texts[script, columns] = result.stdout
+    return texts
+
+
+def test_help_starts_with_the_scripts_own_flags_and_tells_no_history(helps):
+    """Each script's first flag after -h is its own (the template's: PPO's first), every line fits the terminal
+    (the description above the box is wrapped), and no --help names a release, a date, a study's path or a
+    constant a user cannot look up; --cuda's text names CUDA_MIN_SEEDS's value."""
+    import importlib
+
+    template_fields = [field.name for field in dataclasses.fields(template().Args)]
+    for (script, columns), text in helps.items():
+        first_flag = re.search(r"-h, --help.*?\n.*?(--[\w-]+)", text).group(1)
+        own = [field.name for field in dataclasses.fields(importlib.import_module(script[:-3]).Args)
+               if script == sync_plumbing.TEMPLATE or field.name not in template_fields]
+        assert first_flag == "--" + own[0].replace("_", "-"), (script, first_flag)
+        assert max(len(line) for line in text.splitlines()) <= columns, script
+        history = re.findall(r"v0\.\d|20\d\d-\d\d-\d\d|docs/studies|studies/|\b[A-Z]{2,}_[A-Z_]{2,}\b", text)
+        assert not history, (script, history)
+        assert f"--num-seeds >= {template().CUDA_MIN_SEEDS}" in " ".join(text.split()), script
+
+
+def test_help_breaks_no_line_mid_expression(helps):
+    """At 80 and 120 columns no flag's text breaks inside "(default: X)", around an operator or before a number
+    (help_glued's rule, checked on the rendered lines: where a line ends, the words on both sides may part)."""
+    for (script, columns), text in helps.items():
+        for flag, rendered in help_fields(text)[0].items():
+            for line, following in zip(rendered, rendered[1:]):
+                junction = f"{line.split()[-1]} {following.split()[0]}"
+                assert not line.endswith("(default:") and template().help_glued(junction) == junction, \
+                    (script, columns, flag, line, following)
+
+
+def test_a_misspelt_flag_gets_did_you_mean(tmp_path):
+    """An unknown flag is refused in one line that suggests the closest real one (tyro's suggestions)."""
+    typos = [(SCRIPTS[0], "--seeds", "--seed"), (SCRIPTS[0], "--no-norm-rewards", "--no-norm-reward"),
+             *((script, "--learning-rat", "--learning-rate") for script in SCRIPTS)]
+    for script, typo, meant in typos:
+        result = run_script(script, tmp_path / "run", typo, "1", tiny=False, timeout=120)
+        assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1, result.stderr
+        assert f"did you mean {meant}?" in result.stderr, result.stderr

@@ -1,7 +1,7 @@
 """A real full disk, not a mocked one: the run's file system is a small tmpfs that a filler file fills up.
 
-tests/plumbing/test_run_dir_faults.py makes a write fail with a mock, which raises ENOSPC where the mock says. A real disk
-fails where the kernel runs out of pages, and a writer may then replace the OSError with an error of its own:
+tests/plumbing/test_run_dir_faults.py makes a write fail with a mock, which raises ENOSPC where the mock says. A real
+disk fails where the kernel runs out of pages, and a writer may then replace the OSError with an error of its own:
 torch.save's zip writer raises RuntimeError ("unexpected pos") while it unwinds. Here every fault is the file
 system's own ENOSPC: the run writes into a tmpfs mounted for the test (root only: `mount -t tmpfs`; elsewhere
 tiny_run.cannot_run skips, and fails in CI), and a filler file beside the run directory takes the free space down to
@@ -156,6 +156,12 @@ def command(run_dir) -> list:
     return [os.path.join(REPO_ROOT, SCRIPT), "--run-dir", str(run_dir), *TINY_FLAGS, *FLAGS]
 
 
+
+def stopped_line(stopped) -> str:
+    """The one line run_main prints for the RunWriteError that ``stopped`` (pytest.raises) caught."""
+    return ppo.write_failure_line(stopped.value.path, ppo.failed_write(stopped.value.__cause__))
+
+
 @pytest.fixture(scope="module")
 def straight_run(tmp_path_factory):
     """The run of the same command on a disk with room, started at once: it runs beside full_disk's stages."""
@@ -268,10 +274,10 @@ def small_disk():
         yield mount_point
 
 
-def test_torch_save_on_a_full_disk_at_every_level_of_free_space(small_disk, straight, capsys, monkeypatch):
+def test_torch_save_on_a_full_disk_at_every_level_of_free_space(small_disk, straight, monkeypatch):
     """save_checkpoint of a real checkpoint (2.3 MB) over a previous one, with 0 bytes to the checkpoint's size free
-    in steps of 1/64 of it: every level short of the size stops with exit 74 and one line naming checkpoint.pt, the previous
-    checkpoint.pt as it was and no temporary file left; the levels include both ways torch.save fails, the
+    in steps of 1/64 of it: every level short of the size stops with exit 74 and one line naming checkpoint.pt, the
+    previous checkpoint.pt as it was and no temporary file left; the levels include both ways torch.save fails, the
     RuntimeError of its zip writer (most) and the OSError itself; with room enough the checkpoint is replaced."""
     run_dir = os.path.join(small_disk, "run")
     os.mkdir(run_dir)
@@ -291,11 +297,11 @@ def test_torch_save_on_a_full_disk_at_every_level_of_free_space(small_disk, stra
     short = (size - 1) // 4096 * 4096  # a page short of the checkpoint's size
     for leave in sorted({*range(0, short, -(-size // 64) // 4096 * 4096), short}):
         fill(small_disk, leave)
-        with pytest.raises(SystemExit) as stopped:
+        with pytest.raises(ppo.RunWriteError) as stopped:
             ppo.save_checkpoint(run_dir, state)
         free_space(small_disk)
-        assert stopped.value.code == ppo.EXIT_DISK_FULL, leave
-        [line] = capsys.readouterr().err.splitlines()
+        assert ppo.failed_write(stopped.value.__cause__) is not None, leave
+        line = stopped_line(stopped)
         assert line.startswith(f"error: could not write {os.path.join(run_dir, 'checkpoint.pt')} (No space left "
                                f"on device; "), (leave, line)
         assert sorted(os.listdir(run_dir)) == ["checkpoint.pt"], leave
@@ -340,7 +346,7 @@ def test_a_runtime_error_is_a_failed_write_only_when_a_failed_write_caused_it(tm
     assert sorted(os.listdir(tmp_path)) == ["summary.json"] and path.read_bytes() == b"previous"
 
 
-def test_states_npz_and_a_csv_row_on_a_full_disk(small_disk, capsys):
+def test_states_npz_and_a_csv_row_on_a_full_disk(small_disk):
     """states.npz (np.savez_compressed) with 0 to 600 KiB free of its ~660 KB, and a CSV row that needs a new page
     on a full disk (part of it fits in the file's last page): exit 74, one line, nothing torn or left behind."""
     rng = np.random.default_rng(0)
@@ -348,11 +354,12 @@ def test_states_npz_and_a_csv_row_on_a_full_disk(small_disk, capsys):
     path = os.path.join(small_disk, "states.npz")
     for leave in (0, 4096, 64 * 1024, 300 * 1024, 600 * 1024):
         fill(small_disk, leave)
-        with pytest.raises(SystemExit) as stopped:
-            ppo.atomic_write_bytes(path, lambda f: np.savez_compressed(f, observations=observations, global_steps=steps))
+        with pytest.raises(ppo.RunWriteError) as stopped:
+            ppo.atomic_write_bytes(path, lambda f: np.savez_compressed(f, observations=observations,
+                                                                       global_steps=steps))
         free_space(small_disk)
-        assert stopped.value.code == ppo.EXIT_DISK_FULL and os.listdir(small_disk) == [], leave
-        [line] = capsys.readouterr().err.splitlines()
+        assert ppo.failed_write(stopped.value.__cause__) is not None and os.listdir(small_disk) == [], leave
+        line = stopped_line(stopped)
         assert line.startswith(f"error: could not write {path} (No space left on device; "), line
     path = os.path.join(small_disk, "evaluations.csv")
     log = ppo.CsvLog(path, ["global_step", "return_mean"])
@@ -362,20 +369,20 @@ def test_states_npz_and_a_csv_row_on_a_full_disk(small_disk, capsys):
         step += 8
     logged = open(path, "rb").read()
     fill(small_disk, 0)
-    with pytest.raises(SystemExit) as stopped:
+    with pytest.raises(ppo.RunWriteError) as stopped:
         for _ in range(10):  # the rows that fit in the file's last page are written, the next one fails
             log.write([step, 1.0 / 3.0])
             logged = open(path, "rb").read()
             step += 8
     log.close()
     free_space(small_disk)
-    assert stopped.value.code == ppo.EXIT_DISK_FULL
+    assert ppo.failed_write(stopped.value.__cause__) is not None
     assert open(path, "rb").read() == logged and len(logged) <= 4096 and logged.endswith(b"\r\n")
-    [line] = capsys.readouterr().err.splitlines()
+    line = stopped_line(stopped)
     assert line.startswith(f"error: could not write {path} (No space left on device; "), line
 
 
-def test_tensorboard_on_a_full_disk_stops_in_one_line_without_the_writer_thread_s_traceback(small_disk, capsys):
+def test_tensorboard_on_a_full_disk_stops_in_one_line_without_the_writer_thread_s_traceback(small_disk):
     """A SummaryWriter opening its events file on a full disk: its writer thread's write fails; the error raised
     again in this thread stops the run with one line (writing), and threading's report of the writer thread's
     error is left out (quiet_failed_writes_in_writer_threads); another thread's error is still reported."""
@@ -387,7 +394,7 @@ def test_tensorboard_on_a_full_disk_stops_in_one_line_without_the_writer_thread_
         ppo.quiet_failed_writes_in_writer_threads()
         fill(small_disk, 0)
         path = os.path.join(small_disk, "events.out.tfevents.*")
-        with pytest.raises(SystemExit) as stopped:
+        with pytest.raises(ppo.RunWriteError) as stopped:
             with ppo.writing(path):
                 writer = SummaryWriter(small_disk)
                 writer.add_scalar("x", 1.0, 0)
@@ -402,7 +409,7 @@ def test_tensorboard_on_a_full_disk_stops_in_one_line_without_the_writer_thread_
         other.join()
     finally:
         threading.excepthook = saved_hook
-    assert stopped.value.code == ppo.EXIT_DISK_FULL
-    [line] = capsys.readouterr().err.splitlines()
+    assert ppo.failed_write(stopped.value.__cause__) is not None
+    line = stopped_line(stopped)
     assert line.startswith(f"error: could not write {path} (No space left on device; "), line
     assert reported == [ZeroDivisionError]  # the writer thread's OSError left out, another thread's reported

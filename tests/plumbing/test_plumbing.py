@@ -36,6 +36,30 @@ def test_evaluation_schedule_of_the_paper():
     assert [ppo.evaluated_task(s, 300) for s in (0, 200, 300, 301, 600)] == [0, 0, 0, 1, 1]
 
 
+def test_a_schedule_with_fewer_than_3_evaluations_per_task_says_so_at_the_start(capsys):
+    """fewest_evaluations_per_task counts each task's evaluations after its first step (brute force over the
+    schedule's steps); the header names --eval-frequency in one line below 3, with a frequency that gives 10."""
+    for steps_per_task, num_tasks, every in ((500_000, 9, 20_000), (5_000, 9, 20_000), (300, 2, 200), (700, 3, 300)):
+        points = ppo.evaluation_steps(steps_per_task, num_tasks, every)
+        per_task = [len([s for s in points if s > 0 and (s - 1) // steps_per_task == task])
+                    for task in range(num_tasks)]
+        assert ppo.fewest_evaluations_per_task(steps_per_task, num_tasks, every) == min(per_task)
+    assert ppo.fewest_evaluations_per_task(500_000, 9, 20_000) == 25
+    assert ppo.fewest_evaluations_per_task(5_000, 9, 20_000) == 1
+    notes = []
+    for every in (20_000, 2_500, 1_000):
+        args = ppo.Args(steps_per_task=5_000, num_tasks=2, eval_frequency=every, eval_episodes=1)
+        run = ppo.Run()
+        run.args, run.seeds, run.device, run.num_tasks, run.run_dirs = args, [1], torch.device("cpu"), 2, {1: "d"}
+        run.env = run.eval_env = ppo.make_env(args, 1)
+        ppo.print_header(run, (), resumed=False)
+        notes.append([line for line in capsys.readouterr().out.splitlines() if "--eval-frequency" in line])
+    assert [len(lines) for lines in notes] == [1, 1, 0]
+    assert "evaluates 1 time(s)" in notes[0][0] and "evaluates 2 time(s)" in notes[1][0]
+    suggested = int(notes[0][0].split("--eval-frequency ")[-1].split()[0])
+    assert ppo.fewest_evaluations_per_task(5_000, 2, suggested) == 10
+
+
 def test_running_mean_std_matches_numpy_over_a_stream_per_seed():
     rng = np.random.default_rng(1)
     data = rng.normal(3.0, 2.0, size=(2, 500, 4)) * np.array([1.0, 5.0])[:, None, None]  # two seeds' streams
@@ -63,7 +87,8 @@ def test_stacked_layers_equal_one_torch_layer_per_seed():
         reference = torch.nn.Linear(5, 7)
         torch.nn.init.orthogonal_(reference.weight, 1.3, generator=torch.Generator().manual_seed(seed))
         torch.nn.init.zeros_(reference.bias)
-        assert torch.equal(layer.weight[k], reference.weight.data) and torch.equal(layer.bias[k, 0], reference.bias.data)
+        assert torch.equal(layer.weight[k], reference.weight.data)
+        assert torch.equal(layer.bias[k, 0], reference.bias.data)
         assert torch.equal(y[k], reference(x[k].clone()))
         reference_norm = torch.nn.LayerNorm(7)
         reference_norm.weight.data, reference_norm.bias.data = norm.weight[k, 0].detach(), norm.bias[k, 0].detach()
@@ -216,7 +241,8 @@ def test_init_torch_is_nn_linears_own_initialization_per_seed():
     for k, seed in enumerate((11, 12)):
         torch.manual_seed(seed)
         reference = torch.nn.Linear(9, 4)
-        assert torch.equal(layer.weight[k], reference.weight.data) and torch.equal(layer.bias[k, 0], reference.bias.data)
+        assert torch.equal(layer.weight[k], reference.weight.data)
+        assert torch.equal(layer.bias[k, 0], reference.bias.data)
     wide = ppo.layer_init(ppo.StackedLinear(1, 400, 300), generators(3), init="torch")
     bound = 1 / math.sqrt(400)
     assert wide.weight.abs().max() <= bound and wide.bias.abs().max() <= bound
@@ -273,13 +299,15 @@ def test_joint_optimizer_steps_as_one_adam_over_both_networks():
     actor, critic = ppo.Actor(5, 2, args, generators(1, 2)), ppo.Critic(5, args, generators(1, 2))
     singles = [(ppo.single_seed_network(actor, k), ppo.single_seed_network(critic, k)) for k in range(2)]
     run = ppo.Run()
-    run.seeds, run.args, run.device, run.consecutive_nonfinite = [1, 2], args, torch.device("cpu"), np.zeros(2, np.int64)
+    run.seeds, run.args, run.device = [1, 2], args, torch.device("cpu")
+    run.consecutive_nonfinite = np.zeros(2, np.int64)
     run.agent = ppo.Agent(actor=actor, critic=critic,
                           actor_optimizer=ppo.SeedwiseAdam(actor.parameters(), lr=3e-4, eps=1e-5),
                           critic_optimizer=ppo.SeedwiseAdam(critic.parameters(), lr=3e-4, eps=1e-5))
     run.global_step, run.total_steps, run.exit_code, run.iteration = 0, 1, 0, 0
     assert run.iterating()  # sets the per-update fields that optimizer_step adds to
-    references = [torch.optim.Adam([*a.parameters(), *c.parameters()], lr=3e-4, eps=1e-5, fused=True) for a, c in singles]
+    references = [torch.optim.Adam([*a.parameters(), *c.parameters()], lr=3e-4, eps=1e-5, fused=True)
+                  for a, c in singles]
     obs = torch.randn(2, 16, 5, generator=torch.Generator().manual_seed(0))
     targets = 100.0 * torch.randn(2, 16, generator=torch.Generator().manual_seed(1))  # a critic gradient that dominates
 
@@ -304,7 +332,8 @@ def test_joint_optimizer_steps_as_one_adam_over_both_networks():
 # ---- The helpers for plasticity methods (hidden_layers, fresh_draw, steps_taken) ----
 
 
-@pytest.mark.parametrize("flags", [{}, {"init": "torch"}, {"layer_norm": "plain"}, {"layer_norm": "none", "policy_head_gain": 0.5}])
+@pytest.mark.parametrize("flags", [{}, {"init": "torch"}, {"layer_norm": "plain"},
+                                   {"layer_norm": "none", "policy_head_gain": 0.5}])
 def test_fresh_draw_repeats_each_layers_own_initializer(flags):
     """A fresh draw of any layer from the generator that built the network, in the same state, is that layer's
     initial weights and bias bit for bit: the scheme and the gain (hidden sqrt(2), policy head --policy-head-gain,
@@ -318,7 +347,8 @@ def test_fresh_draw_repeats_each_layers_own_initializer(flags):
         assert all((norm is None) == (args.layer_norm == "none") for _, norm, _ in layers)
         for k, seed in enumerate((11, 12)):
             weight, bias = ppo.fresh_draw(layers[0][0], torch.Generator().manual_seed(seed))
-            assert torch.equal(weight, layers[0][0].weight[k].detach()) and torch.equal(bias, layers[0][0].bias[k, 0].detach())
+            assert torch.equal(weight, layers[0][0].weight[k].detach())
+            assert torch.equal(bias, layers[0][0].bias[k, 0].detach())
     # a head: drawn with its own gain, so its rows have norm gain (orthogonal, more inputs than outputs)
     if args.init == "orthogonal":
         weight, bias = ppo.fresh_draw(actor.mean_head, torch.Generator().manual_seed(3))
@@ -370,7 +400,8 @@ def test_a_reduction_over_a_seeds_contiguous_entries_does_not_depend_on_the_seed
     generator = torch.Generator().manual_seed(0)
     for shape in ((256, 17), (256, 256), (6, 256), (1, 256), (1, 6), (1, 1), (64, 105)):
         for num_seeds in (3, 5):
-            p, p0 = torch.randn(num_seeds, *shape, generator=generator), torch.randn(num_seeds, *shape, generator=generator)
+            p = torch.randn(num_seeds, *shape, generator=generator)
+            p0 = torch.randn(num_seeds, *shape, generator=generator)
             stacked = p.clone().requires_grad_()
             (0.01 * (stacked - p0).square().flatten(1).sum(1)).sum().backward()
             for k in range(num_seeds):
@@ -433,9 +464,9 @@ def test_initial_parameters_are_a_one_seed_builds_and_survive_sigterm_resume_and
             # trained since: the run's parameters are no longer the initial ones
             assert not torch.equal(checkpoints[k][network]["trunk.0.weight"][0], built["trunk.0.weight"].detach()[0])
 
-    edited = [{**checkpoint, "initial_parameters": {network: {name: value + 1.0 for name, value in parameters.items()}
-                                                     for network, parameters in checkpoint["initial_parameters"].items()}}
-              for checkpoint in checkpoints]
+    edited = [{**checkpoint, "initial_parameters": {
+        network: {name: value + 1.0 for name, value in parameters.items()}
+        for network, parameters in checkpoint["initial_parameters"].items()}} for checkpoint in checkpoints]
     from_edited = resumed_run(args, (1, 2), edited)
     assert torch.equal(ppo.initial_parameters(from_edited, "actor", 1)["log_std"],
                        ppo.initial_parameters(run, "actor", 1)["log_std"] + 1.0)
@@ -455,13 +486,11 @@ def test_initial_parameters_are_a_one_seed_builds_and_survive_sigterm_resume_and
     (["--num-seeds", "2", "--run-dir", "runs/x"], "--run-dir must contain {seed} with --num-seeds 2"),
     (["--num-seeds", "3", "--run-dir", "runs/x/seed{seed}", "--track"], "--track logs one run per process"),
 ])
-def test_batched_seeds_refuse_a_shared_run_dir_and_track(flags, message, capsys):
+def test_batched_seeds_refuse_a_shared_run_dir_and_track(flags, message):
     """Several seeds in one process: a --run-dir without {seed} (the seeds would share one directory) and --track
     (one W&B run per process) exit 2 with one line naming the flag; each alone, with one seed, is accepted."""
-    with pytest.raises(SystemExit) as stopped:
+    with pytest.raises(ppo.RunConfigError) as stopped:
         ppo.parse_args(flags)
-    assert stopped.value.code == 2
-    error = capsys.readouterr().err
-    assert error.startswith("error: ") and message in error and len(error.strip().splitlines()) == 1
+    assert message in str(stopped.value) and len(str(stopped.value).splitlines()) == 1
     assert ppo.parse_args(["--num-seeds", "1", *flags[2:]]).num_seeds == 1
 

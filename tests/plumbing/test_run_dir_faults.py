@@ -3,8 +3,9 @@
 Each fault gets one line naming the file and what is wrong, and loses nothing. End to end on the template only (the
 code is the plumbing, byte-identical in every script): one straight tiny run, one stopped by a disk that fills up at
 its second checkpoint, that run resumed with the same command, and a refusal (no training) per damaged file. The
-disk here is a mock (ENOSPC where it says); tests/plumbing/test_full_disk.py fills a real one (a tmpfs). Also: what config.json
-records besides the flags (the release, the device), and that a run directory from before it recorded them resumes.
+disk here is a mock (ENOSPC where it says); tests/plumbing/test_full_disk.py fills a real one (a tmpfs). Also: what
+config.json records besides the flags (the release, the device), and that a run directory from before it recorded
+them resumes.
 """
 
 import errno
@@ -72,6 +73,12 @@ with mock.patch("builtins.open", filling_open):
 def error_lines(result) -> list:
     assert "Traceback" not in result.stderr, result.stderr[-3000:]
     return [line for line in result.stderr.splitlines() if line.startswith("error:")]
+
+
+
+def stopped_line(stopped) -> str:
+    """The one line run_main prints for the RunWriteError that ``stopped`` (pytest.raises) caught."""
+    return ppo.write_failure_line(stopped.value.path, ppo.failed_write(stopped.value.__cause__))
 
 
 @pytest.fixture(scope="module")
@@ -218,7 +225,7 @@ def test_a_file_that_cannot_be_read_is_named_and_the_directory_left_unchanged(na
 # ---- The pieces, on small hand-made files ----
 
 
-def test_a_failed_atomic_write_leaves_the_previous_file_and_no_temporary_one(tmp_path, capsys):
+def test_a_failed_atomic_write_leaves_the_previous_file_and_no_temporary_one(tmp_path):
     path = tmp_path / "summary.json"
     path.write_bytes(b"previous")
 
@@ -227,15 +234,15 @@ def test_a_failed_atomic_write_leaves_the_previous_file_and_no_temporary_one(tmp
         f.flush()
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-    with pytest.raises(SystemExit) as stopped:
+    with pytest.raises(ppo.RunWriteError) as stopped:
         ppo.atomic_write_bytes(str(path), fill_the_disk)
-    assert stopped.value.code == ppo.EXIT_DISK_FULL
+    assert ppo.failed_write(stopped.value.__cause__) is not None
     assert path.read_bytes() == b"previous" and sorted(os.listdir(tmp_path)) == ["summary.json"]
-    [line] = capsys.readouterr().err.splitlines()
+    line = stopped_line(stopped)
     assert line.startswith(f"error: could not write {path} (No space left on device; ")
 
 
-def test_a_csv_row_that_fills_the_disk_is_not_left_torn(tmp_path, monkeypatch, capsys):
+def test_a_csv_row_that_fills_the_disk_is_not_left_torn(tmp_path, monkeypatch):
     """The disk fills in the middle of a row: the file is cut back to its last whole row and the run stops (74)."""
     path = tmp_path / "evaluations.csv"
     log = ppo.CsvLog(str(path), ["global_step", "return_mean"])
@@ -250,13 +257,13 @@ def test_a_csv_row_that_fills_the_disk_is_not_left_torn(tmp_path, monkeypatch, c
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
     monkeypatch.setattr(os, "write", write_half_then_fill)
-    with pytest.raises(SystemExit) as stopped:
+    with pytest.raises(ppo.RunWriteError) as stopped:
         log.write([256, 2.5])
     monkeypatch.undo()
     log.close()
-    assert stopped.value.code == ppo.EXIT_DISK_FULL and logged == b"global_step,return_mean\r\n128,1.5\r\n"
+    assert ppo.failed_write(stopped.value.__cause__) is not None and logged == b"global_step,return_mean\r\n128,1.5\r\n"
     assert path.read_bytes() == logged
-    assert f"could not write {path}" in capsys.readouterr().err
+    assert f"could not write {path}" in stopped_line(stopped)
 
 
 def test_csv_lines_kept_on_resume(tmp_path):

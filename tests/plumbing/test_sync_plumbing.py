@@ -41,7 +41,8 @@ def test_check_reports_a_new_script_whose_block_differs_and_sync_copies_the_temp
     assert checked.stderr == "the shared blocks of x_continuous.py, y_continuous.py differ from ppo_continuous.py's\n"
     synced = sync(tmp_path)
     assert synced.returncode == 0
-    assert synced.stdout == "updated: x_continuous.py, y_continuous.py (of a_continuous.py, x_continuous.py, y_continuous.py)\n"
+    assert synced.stdout == ("updated: x_continuous.py, y_continuous.py (of a_continuous.py, x_continuous.py, "
+                             "y_continuous.py)\n")
     # the method (its own Args fields included) kept, the blocks copied
     assert (tmp_path / "x_continuous.py").read_text() == args_class("xi") + new_method + PLUMBING
     assert (tmp_path / "y_continuous.py").read_text() == args_class("rho") + new_method + PLUMBING
@@ -50,7 +51,8 @@ def test_check_reports_a_new_script_whose_block_differs_and_sync_copies_the_temp
 
 
 def test_a_script_without_the_marker_fails_before_anything_is_written(tmp_path):
-    make_scripts(tmp_path, a_continuous=args_class("a") + "def method():\n    return 'a'\n\n" + PLUMBING.replace("1", "2"),
+    make_scripts(tmp_path,
+                 a_continuous=args_class("a") + "def method():\n    return 'a'\n\n" + PLUMBING.replace("1", "2"),
                  b_continuous="def method():\n    return 'b'\n",  # still being written: no plumbing yet
                  c_continuous="class Args:\n    c: int = 0\n\n\n" + PLUMBING)  # nor the run's settings
     result = sync(tmp_path)
@@ -59,5 +61,6 @@ def test_a_script_without_the_marker_fails_before_anything_is_written(tmp_path):
     assert (tmp_path / "a_continuous.py").read_text().endswith("return 2\n")  # not synced either
     os.remove(tmp_path / "b_continuous.py")
     result = sync(tmp_path)
-    assert result.returncode == 2 and 'c_continuous.py must contain the line "# ---- The run\'s settings' in result.stderr
+    assert result.returncode == 2
+    assert 'c_continuous.py must contain the line "# ---- The run\'s settings' in result.stderr
     assert (tmp_path / "a_continuous.py").read_text().endswith("return 2\n")
