@@ -21,7 +21,7 @@ for round in $(seq "$ROUNDS"); do
             --eval-frequency "$STEPS" --eval-episodes 1 --layer-norm plain --init torch --log-std-init 0 \
             --log-std-max -1 --no-norm-obs --no-norm-reward --run-dir "$OUT/ours_${env}_$round" > /dev/null 2>&1
         for who in objectrl ours; do
-            sps=$(python -c 'import json, sys; print(f"{json.load(open(sys.argv[1]))[\"train_sps\"]:.1f}")' \
+            sps=$(python -c 'import json, sys; print("%.1f" % json.load(open(sys.argv[1]))["train_sps"])' \
                   "$OUT/${who}_${env}_$round/summary.json")
             echo "round $round $env $who train_sps $sps"
         done

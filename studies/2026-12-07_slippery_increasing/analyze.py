@@ -1,13 +1,15 @@
 """The slippery `increasing` study's tables on one setting, from the runs' small outputs (README.md's commands).
 
-    python studies/2026-12-07_slippery_increasing/analyze.py slippery/Ant/increasing [--seeds 1-5] [--cost] [--plot F.png]
+    python studies/2026-12-07_slippery_increasing/analyze.py slippery/Ant/increasing \
+        [--seeds 1-5] [--cost] [--plot F.png]
 
 Reads SETTING's runs, METHOD/seed<N>/ (config.json, evaluations.csv, plasticity.csv, summary.json), under ROOT (this
 study's outputs, `launch.sh --collect`; --root elsewhere). Only finished runs count (summary.json and every
 evaluation); --seeds keeps those seeds only (the interim tables: seeds 1-5 of every method). The header lists each
 method's seeds, its runs' commit, κ and friction mode (from config.json), and with fewer than 8 seeds of any method
-says the tables are interim (no verdict). The tables are those of the all-seven-methods study's analyze.py, imported
-(studies/2026-12-01_paper_length_all_seven_methods/analyze.py; its columns are the methods that have runs here), in Markdown:
+says the tables are interim (no verdict). The tables are those of the all-seven-methods study's analyze.py,
+imported (studies/2026-12-01_paper_length_all_seven_methods/analyze.py; its columns are the methods that have runs
+here), in Markdown:
 1. AULC and Final Return in the paper's layout: mean ± se over seeds, the best in bold, underlined what the paper's
    test (one-sided paired t-test of the best against it) cannot tell from the best; the paper's mean ± se over 15
    seeds, the two-sided Welch p of "ours = the paper's" and the level it gives;
@@ -78,7 +80,8 @@ def print_against_ppo(runs: dict) -> dict:
     print("|---|" + "---|" * len([m for m in EPPO_VARIANTS if m in runs]))
     for metric, label in (("aulc", "AULC"), ("final_return", "Final Return")):
         rows = against_ppo(seven.metric_values(runs, metric))
-        print(f"| {label}: p (above) / p (below) | " + " | ".join(f"{a:.3f} / {b:.3f}" for a, b, _ in rows.values()) + " |")
+        p_values = " | ".join(f"{a:.3f} / {b:.3f}" for a, b, _ in rows.values())
+        print(f"| {label}: p (above) / p (below) | {p_values} |")
         print(f"| {label}: verdict | " + " | ".join(v for _, _, v in rows.values()) + " |")
         if metric == "aulc":
             verdicts = {variant: verdict for variant, (_, _, verdict) in rows.items()}
@@ -90,7 +93,8 @@ def print_against_ppo(runs: dict) -> dict:
 def task_values(runs: dict) -> list:
     """Per task, {method: {seed: the task's AULC}} (the evaluations that measure it)."""
     any_run = next(iter(next(iter(runs.values())).values()))[0]
-    per_run = {method: {seed: paper_length.task_aulcs(run.evaluations, run.steps_per_task, run.evaluations[-1].global_step)
+    per_run = {method: {seed: paper_length.task_aulcs(run.evaluations, run.steps_per_task,
+                                                      run.evaluations[-1].global_step)
                         for seed, (run, _, _) in by_seed.items()} for method, by_seed in runs.items()}
     return [{method: {seed: tasks[task] for seed, tasks in by_seed.items()} for method, by_seed in per_run.items()}
             for task in range(any_run.num_tasks)]
@@ -121,7 +125,8 @@ def print_one_physics_stretch(runs: dict, setting) -> None:
     if len(same) < 2:
         return
     rest = [task for task in range(len(per_task)) if task not in same]
-    print(f"\n### Tasks {same[0]}-{same[-1]}, one physics (floors up to the body's friction {BODY_FRICTION[setting.env]:g})"
+    print(f"\n### Tasks {same[0]}-{same[-1]}, one physics "
+          f"(floors up to the body's friction {BODY_FRICTION[setting.env]:g})"
           + (", and the rest\n" if rest else "\n"))
     print("| AULC, mean over the tasks | " + " | ".join(m for m in METHODS if m in runs) + " |")
     print("|---|" + "---|" * len([m for m in METHODS if m in runs]))
@@ -139,7 +144,8 @@ def reading_a(verdicts: dict) -> str:
     if len(bonus_above) == 2:
         text = ("A1, it carries over: EPPO_cor and EPPO_ind above our PPO; "
                 + ("EPPO_mean level with it, back-one's split" if verdicts["EPPO_mean"] == "level"
-                   else "EPPO_mean above it too, the critic alone lifts HalfCheetah here" if verdicts["EPPO_mean"] == "above"
+                   else "EPPO_mean above it too, the critic alone lifts HalfCheetah here"
+                   if verdicts["EPPO_mean"] == "above"
                    else "EPPO_mean below it"))
     elif not bonus_above:
         text = "A2, it does not carry over: neither EPPO_cor nor EPPO_ind above our PPO"
@@ -182,7 +188,8 @@ def report(setting_name: str, root: str = ROOT, seeds_spec=None, plot_path=None,
         return 2
     any_run = next(iter(next(iter(runs.values())).values()))[0]
     interim = any(len(runs.get(m, {})) < REPORTING_SEEDS for m in METHODS)
-    print(f"# {setting_name}: PPO and the three EPPO variants, {any_run.num_tasks} × {any_run.steps_per_task:,} steps\n")
+    print(f"# {setting_name}: PPO and the three EPPO variants, "
+          f"{any_run.num_tasks} × {any_run.steps_per_task:,} steps\n")
     for method in METHODS:
         if method not in runs:
             print(f"- {method}: no finished run yet")
@@ -196,7 +203,8 @@ def report(setting_name: str, root: str = ROOT, seeds_spec=None, plot_path=None,
     if seeds_spec is not None:
         print(f"\nOnly seeds {seeds_spec} (--seeds), whatever else has finished.")
     if interim:
-        print(f"\n**Interim**: not every method has its {REPORTING_SEEDS} seeds; no verdict is drawn from these tables.")
+        print(f"\n**Interim**: not every method has its {REPORTING_SEEDS} seeds; "
+              "no verdict is drawn from these tables.")
     print("\n## AULC and Final Return\n")
     levels = seven.print_main_table(runs, setting)
     print("\n## Each EPPO variant against our PPO\n")

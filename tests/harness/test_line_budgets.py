@@ -11,8 +11,9 @@ from scripts import sync_plumbing
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MAX_LINE = 120
-# Files with lines over MAX_LINE still to be rewrapped (the studies' analysis scripts move with the studies)
-PENDING_LONG_LINES = ("docs/studies/", "scripts/summarize.py", "scripts/plot_curves.py", "scripts/runlist.py",
+# Files with lines over MAX_LINE still to be rewrapped (the scripts of the studies before 2026-12-07 among them)
+PENDING_LONG_LINES = ("studies/2026-11-", "studies/2026-12-01_",
+                      "scripts/summarize.py", "scripts/plot_curves.py", "scripts/runlist.py",
                       "scripts/benchmark_sps.py", "scripts/coverage.py", "scripts/evaluate.py", "tests/studies/",
                       "tests/tools/", "tests/fake_algorithm.py", "tests/golden_outputs.py", "tests/reference_math.py",
                       "tests/tiny_run.py", "tests/harness/test_script_option.py", "tests/harness/test_tiny_run.py",

@@ -146,8 +146,10 @@ def test_question_a_names_the_first_pattern_that_holds(verdicts, expected):
     (("level",) * 3, ("at", "at", "below", "below"),
      "B1, it carries over: all three EPPO variants level with our PPO; our PPO at the paper's level, the variants "
      "EPPO_mean at, EPPO_cor below, EPPO_ind below"),
-    (("level", "above", "level"), ("at",) * 4, "B2, it does not carry over, EPPO helps on Ant here: EPPO_cor above our PPO"),
-    (("below", "level", "level"), ("at",) * 4, "B3, it does not carry over, EPPO costs on Ant here: EPPO_mean below our PPO"),
+    (("level", "above", "level"), ("at",) * 4,
+     "B2, it does not carry over, EPPO helps on Ant here: EPPO_cor above our PPO"),
+    (("below", "level", "level"), ("at",) * 4,
+     "B3, it does not carry over, EPPO costs on Ant here: EPPO_mean below our PPO"),
     (("below", "above", "level"), ("at",) * 4, "B4, mixed: EPPO_cor above our PPO, EPPO_mean below it"),
 ])
 def test_question_b_names_the_first_pattern_that_holds(verdicts, levels, expected):
@@ -237,7 +239,8 @@ def test_the_launcher_runs_every_seed_once_at_the_papers_protocol_and_kappa_half
         first, count = int(flag["--seed"]), int(flag["--num-seeds"])
         covered += [(env, method, seed) for seed in range(first, first + count)]
         assert flag["--experiment"] == "slippery" and flag["--strategy"] == "increasing"
-        expected_kappa = {"PPO": None, "EPPO_mean": 0.0}.get(method, kappa.get(("slippery", env, "increasing"), {}).get(method))
+        paper_kappa = kappa.get(("slippery", env, "increasing"), {}).get(method)
+        expected_kappa = {"PPO": None, "EPPO_mean": 0.0}.get(method, paper_kappa)
         assert (float(flag["--kappa"]) if "--kappa" in flag else None) == expected_kappa, run.command
         assert set(flag) <= {"--env-id", "--experiment", "--strategy", "--variant", "--kappa", "--seed", "--num-seeds",
                              "--run-dir", "--torch-threads"}, run.command
@@ -245,7 +248,8 @@ def test_the_launcher_runs_every_seed_once_at_the_papers_protocol_and_kappa_half
     one_sweep = runlist.build_runs(methods, both, list(range(1, 9)), "/runs", seeds_per_process=5,
                                    extra_args=("--torch-threads", "1"))
     assert sorted(run.argv for run in runs) == sorted(run.argv for run in one_sweep)  # the order moves, no command
-    assert [c[0] for c in covered[:20]] == ["HalfCheetah"] * 20 and [c[0] for c in covered[40:52]] == ["HalfCheetah"] * 12
+    assert [c[0] for c in covered[:20]] == ["HalfCheetah"] * 20
+    assert [c[0] for c in covered[40:52]] == ["HalfCheetah"] * 12
     for script in (ppo_continuous, eppo_continuous):
         args = script.Args()
         assert (args.steps_per_task, args.num_tasks, args.eval_frequency, args.eval_episodes, args.friction_mode) == (
@@ -286,7 +290,8 @@ def test_bad_input_is_one_line_naming_the_argument_and_exit_2(argv, message, cap
 
 
 def test_no_finished_run_is_one_line_and_exit_2(tmp_path, capsys):
-    write_run(str(tmp_path / "slippery" / "Ant" / "increasing" / "PPO" / "seed1"), env_id="Ant-v5", experiment="slippery",
+    write_run(str(tmp_path / "slippery" / "Ant" / "increasing" / "PPO" / "seed1"), env_id="Ant-v5",
+              experiment="slippery",
               strategy="increasing", finished=False)
     assert analyze.main(["slippery/Ant/increasing", "--root", str(tmp_path)]) == 2
     assert capsys.readouterr().err == f"error: no finished runs of slippery/Ant/increasing under {tmp_path}\n"
