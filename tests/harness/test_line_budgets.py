@@ -40,3 +40,29 @@ def test_the_plumbing_stays_within_its_line_budget():
     with open(os.path.join(REPO_ROOT, sync_plumbing.TEMPLATE), encoding="utf-8") as f:
         _, plumbing = sync_plumbing.split(f.read(), sync_plumbing.TEMPLATE)
     assert len(plumbing.splitlines()) <= PLUMBING_LINES, (len(plumbing.splitlines()), PLUMBING_TARGET)
+
+
+# The plumbing's helper for method authors: no script calls it, by design (docs/reading-guide.md)
+UNCALLED_BY_DESIGN = {"initial_parameters"}
+
+
+def test_every_plumbing_function_is_used_by_a_script():
+    """Each function and class defined in the plumbing is referenced, besides its own definition, by at least one
+    script (a call, a base class, a callback passed on; the helpers for methods, such as fresh_draw, by the methods
+    that re-initialize units): the synchronized copy carries no dead code."""
+    import ast
+
+    defined, used = set(), set()
+    for script in sync_plumbing.SCRIPTS:
+        with open(os.path.join(REPO_ROOT, script), encoding="utf-8") as f:
+            source = f.read()
+        _, plumbing = sync_plumbing.split(source, script)
+        defined |= {node.name for node in ast.parse(plumbing).body
+                    if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.Name):
+                used.add(node.id)
+            elif isinstance(node, ast.Attribute):
+                used.add(node.attr)
+    assert len(defined) > 50  # the plumbing was found
+    assert not defined - used - UNCALLED_BY_DESIGN, sorted(defined - used - UNCALLED_BY_DESIGN)
