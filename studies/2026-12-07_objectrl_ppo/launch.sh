@@ -33,21 +33,9 @@ LANES=(
 )
 RUNNING="^bash $HERE/launch.sh --lane"
 
-status() {
-    python3 - "$RUNS" <<'PY'
-import csv, glob, json, os, signal, sys
-signal.signal(signal.SIGPIPE, signal.SIG_DFL)
-root = sys.argv[1]
-print(f"{'run':<62} {'steps':>9} {'of':>9}  state")
-for config in sorted(glob.glob(os.path.join(root, "**", "config.json"), recursive=True)):
-    run_dir = os.path.dirname(config)
-    total = json.load(open(config))["total_steps"]
-    path = os.path.join(run_dir, "evaluations.csv")
-    rows = list(csv.DictReader(open(path))) if os.path.exists(path) else []
-    step = int(rows[-1]["global_step"]) if rows else 0
-    state = "finished" if os.path.exists(os.path.join(run_dir, "summary.json")) else "unfinished"
-    print(f"{os.path.relpath(run_dir, root):<62} {step:>9,} {total:>9,}  {state}")
-PY
+generic() {  # the v0.1 study's launcher for the modes that only read or copy run directories
+    PAPER_LENGTH_ROOT=$ROOT PAPER_LENGTH_OUTPUTS=$OUTPUTS PAPER_LENGTH_STORE=$STORE \
+        bash "$HERE/../2026-11-26_paper_length_v0.1_defaults/launch.sh" "$@"
 }
 
 run_job() {  # METHOD ENV FIRST_SEED [SEEDS]: one process, resumed from its checkpoint if it has one
@@ -70,7 +58,7 @@ run_job() {  # METHOD ENV FIRST_SEED [SEEDS]: one process, resumed from its chec
 }
 
 case ${1:-} in
-    --status) status; exit 0 ;;
+    --status|--collect) generic "$1"; exit ;;
     --lane)
         cd "$CODE" || exit 1
         for job in $2; do
@@ -81,20 +69,11 @@ case ${1:-} in
             ((rc == 0)) || { echo "[lane $(date '+%F %T')] $job stopped (exit $rc)"; exit "$rc"; }
         done
         echo "[lane $(date '+%F %T')] done"; exit 0 ;;
-    --collect)
-        (cd "$RUNS" && find . -name config.json -printf '%h\n') | while read -r run; do
-            mkdir -p "$OUTPUTS/$run"
-            for name in config.json evaluations.csv plasticity.csv summary.json; do
-                [[ -f $RUNS/$run/$name ]] && cp "$RUNS/$run/$name" "$OUTPUTS/$run/$name"
-            done
-        done
-        echo "copied into $OUTPUTS"; exit 0 ;;
     --stash)
         if pgrep -f "$RUNNING" >/dev/null; then
             echo "error: runs are still running; --stop them first (each writes a checkpoint), then --stash" >&2; exit 2
         fi
-        python3 "$RESUME_STORE" stash "$RUNS" "$STORE" || exit
-        echo "stashed into $STORE (commit it)"; exit 0 ;;
+        generic --stash; exit ;;
     --stop)
         pkill -TERM -f "$CODE/(studies/2026-12-07_objectrl_ppo/objectrl_ppo|ppo_continuous)\\.py" ||
             echo "no run running"
@@ -104,7 +83,7 @@ case ${1:-} in
 esac
 
 if pgrep -f "$RUNNING" >/dev/null; then
-    echo "already running:"; status; exit 0
+    echo "already running:"; generic --status; exit 0
 fi
 [[ -x $OBJECTRL_PYTHON ]] || {
     echo "error: no ObjectRL environment at $OBJECTRL_PYTHON; run install.sh first" >&2; exit 1; }

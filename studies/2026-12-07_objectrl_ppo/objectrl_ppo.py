@@ -112,6 +112,7 @@ class OurProtocolExperiment(ControlExperiment):
         self.checkpoint_path = Path(args.run_dir) / "checkpoint.pt"
         self.train_start = time.perf_counter()
         self.eval_seconds = 0.0
+        self.previous_train_s = 0.0  # the training time of earlier sessions (a resumed run)
 
     # ObjectRL calls eval(step) at the start of every step (eval_frequency 1) and once after its loop
     @torch.inference_mode()
@@ -164,8 +165,6 @@ class OurProtocolExperiment(ControlExperiment):
             "time": {"train_s": time.perf_counter() - self.train_start + self.previous_train_s,
                      "eval_s": self.eval_seconds},
         }
-
-    previous_train_s = 0.0
 
     def write_checkpoint(self, global_step: int) -> None:
         temporary = self.checkpoint_path.with_suffix(".tmp")
