@@ -448,7 +448,7 @@ def set_learning_rate(run, args: Args) -> None:
 def main(argv: list) -> int:
     args = parse_args(argv)
     run = start_run(args, argv)  # seeds, envs, networks, outputs; resumes from a checkpoint; evaluates step 0
-    while run.iterating():  # False when the run is done or must stop (signal, too many non-finite steps)
+    while run.next_iteration():  # False when the run is done or must stop (signal, too many non-finite steps)
         set_learning_rate(run, args)
         rollout = collect_rollout(run)  # evaluates, changes tasks and logs episodes on the way
         if rollout is None:  # the run ended inside this rollout: an update would not be evaluated any more
@@ -475,7 +475,7 @@ EXIT_NONFINITE = 3
 EXIT_PREEMPTED = 75
 EXIT_DISK_FULL = 74  # a file of the run could not be written (sysexits.h's EX_IOERR): not requeued, as 75 is
 RELEASE = "v0.4"  # the generation of defaults (CHANGELOG.md), recorded in config.json next to the commit
-CHECKPOINT_FORMAT = 4  # tensors and plain values only: torch.load(weights_only=True) runs no code
+CHECKPOINT_FORMAT = 5  # tensors and plain values only: torch.load(weights_only=True) runs no code
 # Args that may change between a run and its resumption without changing the experiment
 RESUME_IGNORED_ARGS = ("overwrite", "cuda", "track", "wandb_project_name", "wandb_entity", "max_nonfinite_skips",
                        "num_seeds", "run_dir", "env_threads")
@@ -484,6 +484,8 @@ PROGRESS_NOTE_SECONDS = 300  # without a terminal, a progress line at least this
 CSV_LOGS = {"evaluations.csv": ["global_step", "task", "episodes", "return_mean", "return_std", "return_min",
                                 "return_max"],
             "plasticity.csv": ["global_step", "task", "network", "effective_rank", "stable_rank", "dormant_percent"]}
+LOGGED_FILES = (*CSV_LOGS, "states.npz")  # and events.out.tfevents.*: what a run logs as it goes
+RUN_FILES = (*LOGGED_FILES, "config.json", "summary.json", "checkpoint.pt", "checkpoint.prev.pt", "wandb_id.txt")
 
 
 # ---- Seeds stacked in one process: layers, optimizer, normalization ----
@@ -615,14 +617,9 @@ def single_seed_network(network: nn.Module, seed_index: int) -> nn.Module:
     return single
 
 
-def initial_parameters(run, network: str, seed_index: Optional[int] = None) -> dict:
-    """agent.{network}'s parameters as built, {name: tensor}: stacked, or seed ``seed_index``'s slice (read-only,
-    checkpointed): for methods that pull towards theta_0, such as L2 Init (docs/reading-guide.md)."""
-    if network not in run.initial_state:
-        raise ValueError(f"initial_parameters: the agent has no network {network!r}; its networks: "
-                         f"{sorted(run.initial_state)}")
-    stacked = run.initial_state[network]
-    return stacked if seed_index is None else {name: value[seed_index] for name, value in stacked.items()}
+def initial_parameters(network: nn.Module) -> dict:
+    """A copy of ``network``'s parameters, {name: (seeds, ...)}: kept as an agent entry, a method's theta_0."""
+    return {name: parameter.detach().clone() for name, parameter in network.named_parameters()}
 
 
 class SeedwiseAdam(optim.Optimizer):
@@ -793,7 +790,7 @@ class Run:
     """Everything a run is, its fields grouped by who sets them; the checkpoint saves and a resume restores exactly
     the agent, ``STATE`` (per seed), ``COUNTERS`` (shared) and each seed's environment and generator states."""
 
-    STATE = ("obs_rms", "raw_obs", "episode_return", "episode_length", "nonfinite_skips_total")
+    STATE = ("obs_rms", "raw_obs", "episode_return", "episode_length", "nonfinite_skips_total", "last_eval_return")
     COUNTERS = ("global_step", "iteration", "task_index", "timers")
 
     # The configuration (start_run: choose_seeds, set_up_devices)
@@ -819,13 +816,13 @@ class Run:
     action_high: np.ndarray
     # The learning state, per seed (build; STATE and the agent's entries are checkpointed)
     agent: "Agent"  # the method's (make_agent)
-    initial_state: dict  # {network: {parameter: (seeds, ...)}}: each agent network as built (initial_parameters)
     obs_rms: "RunningMeanStd"
     raw_obs: np.ndarray  # (seeds, envs, obs_dim): the envs' current observations
     obs: np.ndarray  # the same, normalized
     episode_return: np.ndarray  # (seeds, envs)
     episode_length: np.ndarray  # (seeds, envs)
     nonfinite_skips_total: np.ndarray  # (seeds,)
+    last_eval_return: np.ndarray  # (seeds,): the progress bar's
     consecutive_nonfinite: np.ndarray  # (seeds,): the run stops at --max-nonfinite-skips
     saved_states: list  # per seed (--save-states): observations and their steps, written with each checkpoint
     saved_state_steps: list
@@ -838,41 +835,24 @@ class Run:
     writers: list  # per seed: TensorBoard
     evaluations_logs: list  # per seed: evaluations.csv
     plasticity_logs: list  # per seed: plasticity.csv
-    last_eval_return: np.ndarray  # (seeds,): the progress bar's
     # This session (start_session)
     stop_signal: list  # signals received (SIGTERM, SIGINT): checkpoint and exit 75 at the next update's end
     buffers: SimpleNamespace  # the rollout's arrays on the CPU, (seeds, T, envs, ...)
     seed_rows: torch.Tensor  # (seeds, 1): gathers each seed's own minibatch
     eval_points: list  # the evaluation steps still due
     next_checkpoint: float  # the step of the next periodic checkpoint
-    session_start: float
-    session_start_step: int
-    session_timers_start: dict
-    wall_mark: float
-    log_progress: bool  # output goes to a file: the log lines carry the progress (progress_note)
-    progress_mark: tuple  # (time, step) of the last progress note
-    progress: object  # tqdm's bar (off without a terminal)
+    session_start: tuple  # (global_step, timers) when this session started: the steps/s
+    wall_mark: float  # when timers["wall"] was last brought up to date
+    progress: "Progress"
     exit_code: int
-    # This iteration (iterating, collect_rollout, optimizer_step, record)
-    task_ended: bool  # a task ended inside the rollout: checkpoint after the update
-    minibatch_steps: np.ndarray  # (seeds,): minibatch steps each seed took in this update
-    skipped_this_update: np.ndarray  # (seeds,): steps skipped for a non-finite loss or gradient
-    skip_reasons: list  # per seed: the names of the non-finite terms
-    critic_max_grad: torch.Tensor  # (seeds,): the critic's largest gradient entry in this update
-    grad_norms: dict  # optimizer name -> (seeds,) gradient norms of the last minibatch step
-    stat_names: list  # the minibatch statistics' names (record)
-    stat_sums: Optional[torch.Tensor]  # (seeds, statistics): their sums over the stepped minibatches
+    stats: "IterationStats"  # this iteration's (next_iteration)
 
-    def iterating(self) -> bool:
-        """Start the next iteration, or False when the run is done or has to stop."""
+    def next_iteration(self) -> bool:
+        """Start the next iteration (fresh stats), or False when the run is done or has to stop."""
         if self.global_step >= self.total_steps or self.exit_code:
             return False
         self.iteration += 1
-        num_seeds, device = len(self.seeds), self.device
-        self.minibatch_steps, self.skipped_this_update = np.zeros(num_seeds, np.int64), np.zeros(num_seeds, np.int64)
-        self.skip_reasons = [set() for _ in self.seeds]
-        self.critic_max_grad = torch.zeros(num_seeds, device=device)
-        self.stat_names, self.stat_sums, self.grad_norms = [], None, {}
+        self.stats = IterationStats(len(self.seeds), self.device)
         return True
 
     def checkpoint_state(self, k: int) -> dict:
@@ -882,14 +862,13 @@ class Run:
                                        *((name, getattr(self, name)) for name in self.STATE)]}
         return {"format": CHECKPOINT_FORMAT, "args": self.config_args[self.seeds[k]],
                 **{name: copy.deepcopy(getattr(self, name)) for name in self.COUNTERS}, **seed_slice(stacked, k),
-                "initial_parameters": seed_slice(self.initial_state, k),
                 "env_states": [self.env.get_state(sim) for sim in self.sims[k]],
                 "rng": {"torch": self.generators[k].get_state()}}
 
     def load(self, checkpoints: list) -> None:
         """Restore the state of every seed from its checkpoint (all at the same step)."""
         state = stack_seeds([{key: value for key, value in checkpoint.items()
-                              if key not in ("args", "rng", "env_states", "initial_parameters")}
+                              if key not in ("args", "rng", "env_states")}
                              for checkpoint in checkpoints])
         for name, value in [*vars(self.agent).items(), *((name, getattr(self, name)) for name in self.STATE)]:
             if hasattr(value, "load_state_dict"):
@@ -903,10 +882,53 @@ class Run:
                 self.env.set_state(sim, env_state)
         for generator, checkpoint in zip(self.generators, checkpoints):
             generator.set_state(checkpoint["rng"]["torch"])
-        for k, checkpoint in enumerate(checkpoints):
-            for network, parameters in checkpoint.get("initial_parameters", {}).items():  # older checkpoints have none
-                for name, value in parameters.items():
-                    self.initial_state[network][name][k] = value[0]
+
+
+class IterationStats:
+    """One iteration's record per seed: what collect_rollout, optimizer_step and record count, log_update reads."""
+
+    def __init__(self, num_seeds: int, device: torch.device):
+        self.task_ended = False  # a task ended inside the rollout: checkpoint after the update
+        self.minibatch_steps = np.zeros(num_seeds, np.int64)  # minibatch steps each seed took in this update
+        self.skipped = np.zeros(num_seeds, np.int64)  # minibatch steps skipped for a non-finite loss or gradient
+        self.skip_reasons = [set() for _ in range(num_seeds)]  # the names of the non-finite terms
+        self.critic_max_grad = torch.zeros(num_seeds, device=device)  # the critic's largest gradient entry
+        self.grad_norms = {}  # optimizer name -> (seeds,) gradient norms of the last minibatch step, before clipping
+        self.stat_names, self.stat_sums = [], None  # the minibatch statistics, their sums (seeds, statistics)
+
+
+class Progress:
+    """tqdm's bar on a terminal; else (output to a file) a note on the evaluation lines and a line at least every
+    PROGRESS_NOTE_SECONDS: steps done, the percentage, the steps/s since the last note and the time left."""
+
+    def __init__(self, total_steps: int, step: int):
+        from tqdm import tqdm
+
+        self.bar = tqdm(total=total_steps, initial=step, unit="step", dynamic_ncols=True, disable=None)
+        self.to_file, self.total_steps, self.mark = not sys.stderr.isatty(), total_steps, (time.perf_counter(), step)
+
+    def advance(self, step: int) -> None:
+        self.bar.update(step - self.bar.n)
+
+    def write(self, message: str, step: Optional[int] = None) -> None:
+        """``message`` above the bar; with ``step``, and output to a file, the note appended."""
+        self.bar.write(message + (f" | {self.note(step)}" if step is not None and self.to_file else ""))
+
+    def note(self, step: int) -> str:
+        now, (last_time, last_step) = time.perf_counter(), self.mark
+        self.mark = (now, step)
+        note = f"{step:,}/{self.total_steps:,} steps ({100 * step / self.total_steps:.1f}%)"
+        if step > last_step:
+            rate = (step - last_step) / max(now - last_time, 1e-9)
+            seconds_left = round((self.total_steps - step) / rate)
+            hours, minutes, seconds = seconds_left // 3600, seconds_left // 60 % 60, seconds_left % 60
+            note += f", {rate:,.0f} steps/s, {hours}:{minutes:02d}:{seconds:02d} left"
+        return note
+
+    def end_iteration(self, step: int, **postfix) -> None:
+        self.bar.set_postfix(**postfix, refresh=False)
+        if self.to_file and time.perf_counter() - self.mark[0] >= PROGRESS_NOTE_SECONDS:  # evaluations far apart
+            print(f"step {step}: {self.note(step)}", flush=True)
 
 
 # ---- Environments and evaluation ----
@@ -1007,9 +1029,7 @@ def evaluate(run: Run, step: int) -> None:
     else:
         message = (f"eval step={step} task={task} return per seed: "
                    + ", ".join(f"{seed}: {value:.0f}" for seed, value in zip(seeds, run.last_eval_return)))
-    if run.log_progress:
-        message += f" | {progress_note(run)}"
-    (run.progress.write if run.progress else print)(message)
+    run.progress.write(message, step)
     if measure_plasticity:
         log_plasticity(run, step, task, visited)
 
@@ -1033,21 +1053,6 @@ def log_plasticity(run: Run, step: int, task: int, visited: list) -> None:
     run.timers["plasticity"] += time.perf_counter() - plasticity_start
 
 
-def progress_note(run: Run) -> str:
-    """Where the run is, for output to a file (no tqdm bar): steps done, the percentage, the steps/s since the last
-    note (evaluations included) and the time left at that rate."""
-    now, step = time.perf_counter(), run.global_step
-    last_time, last_step = run.progress_mark
-    run.progress_mark = (now, step)
-    note = f"{step:,}/{run.total_steps:,} steps ({100 * step / run.total_steps:.1f}%)"
-    if step > last_step:
-        rate = (step - last_step) / max(now - last_time, 1e-9)
-        seconds_left = round((run.total_steps - step) / rate)
-        hours, minutes, seconds = seconds_left // 3600, seconds_left // 60 % 60, seconds_left % 60
-        note += f", {rate:,.0f} steps/s, {hours}:{minutes:02d}:{seconds:02d} left"
-    return note
-
-
 # ---- The rollout ----
 
 
@@ -1065,10 +1070,9 @@ def collect_rollout(run: Run) -> Optional[SimpleNamespace]:
     """num_steps steps of every env with the method's actions and rewards, changing tasks and evaluating on the way;
     the rollout as device tensors ((seeds, T * envs, ...) or (seeds, T, envs)), None when the run ended inside it."""
     args, env, writers = run.args, run.env, run.writers
-    num_seeds, device, progress = len(run.seeds), run.device, run.progress
+    num_seeds, device, progress, stats = len(run.seeds), run.device, run.progress, run.stats
     act = rollout_policy(run.agent, args, run.generators, device)
     buffers = run.buffers
-    run.task_ended = False
     steps_collected = 0
     with torch.inference_mode():  # once per rollout: entering it costs ~20 us
         for step in range(args.num_steps):
@@ -1114,12 +1118,12 @@ def collect_rollout(run: Run) -> Optional[SimpleNamespace]:
                     run.saved_state_steps[k].append(np.full(args.num_envs, run.global_step))
             steps_collected += 1
             if run.eval_points and run.global_step >= run.eval_points[0]:
-                progress.update(run.global_step - progress.n)
-                run.task_ended |= run.global_step % args.steps_per_task == 0
+                progress.advance(run.global_step)
+                stats.task_ended |= run.global_step % args.steps_per_task == 0
                 evaluate(run, run.eval_points.pop(0))
             if run.global_step >= run.total_steps:
                 break
-    progress.update(run.global_step - progress.n)
+    progress.advance(run.global_step)
     if steps_collected < args.num_steps or run.global_step >= run.total_steps:
         return None
     samples = (num_seeds, run.batch_size)
@@ -1170,7 +1174,7 @@ def must_stop_nonfinite(run: Run) -> bool:
 
 def optimizer_step(run: Run, losses: dict, unclipped: tuple = ()) -> np.ndarray:
     """One step of each ``agent.{name}_optimizer`` on ``losses[name]`` (seeds,), clipped at --max-grad-norm (but
-    ``unclipped``), a non-finite seed skipped; returns which seeds stepped (run.grad_norms: the norms before clip)."""
+    ``unclipped``), a non-finite seed skipped; returns which seeds stepped (stats.grad_norms: the norms before clip)."""
     optimizers = {name: getattr(run.agent, f"{name}_optimizer") for name in losses}
     for optimizer in optimizers.values():
         optimizer.zero_grad()
@@ -1180,19 +1184,20 @@ def optimizer_step(run: Run, losses: dict, unclipped: tuple = ()) -> np.ndarray:
     if run.args.joint_optimizer:  # one clip over every clipped optimizer's gradients, as one Adam
         joint_norms = torch.linalg.vector_norm(torch.stack([optimizer.gradient_norms() for name, optimizer in
                                                             optimizers.items() if name not in unclipped]), dim=0)
-    run.grad_norms = {name: optimizer.gradient_norms() if name in unclipped
-                      else optimizer.clip_grad_norms_(run.args.max_grad_norm, joint_norms)
-                      for name, optimizer in optimizers.items()}
+    stats = run.stats
+    stats.grad_norms = {name: optimizer.gradient_norms() if name in unclipped
+                        else optimizer.clip_grad_norms_(run.args.max_grad_norm, joint_norms)
+                        for name, optimizer in optimizers.items()}
     # One host sync per minibatch: a seed whose loss or gradient is not finite skips its step
     checks = {**{f"{name}_loss": loss for name, loss in losses.items()},
-              **{f"{name}_grad": norm for name, norm in run.grad_norms.items()}}
+              **{f"{name}_grad": norm for name, norm in stats.grad_norms.items()}}
     finite = torch.stack(list(checks.values())).isfinite().cpu().numpy()
     stepped = finite.all(axis=0)
     if not stepped.all():
         names = np.array(list(checks))
         for k in np.flatnonzero(~stepped):
-            run.skip_reasons[k].update(names[~finite[:, k]])
-        run.skipped_this_update += ~stepped
+            stats.skip_reasons[k].update(names[~finite[:, k]])
+        stats.skipped += ~stepped
         run.consecutive_nonfinite = np.where(stepped, 0, run.consecutive_nonfinite + 1)
         if must_stop_nonfinite(run):  # no seed steps: the run stops with the last finite state
             return np.zeros_like(stepped)
@@ -1202,63 +1207,63 @@ def optimizer_step(run: Run, losses: dict, unclipped: tuple = ()) -> np.ndarray:
         run.consecutive_nonfinite[:] = 0
         for optimizer in optimizers.values():
             optimizer.step()
-    run.minibatch_steps += stepped
-    run.critic_max_grad = torch.where(torch.from_numpy(stepped).to(run.device),
-                                      torch.maximum(run.critic_max_grad, critic_grad_max), run.critic_max_grad)
+    stats.minibatch_steps += stepped
+    stats.critic_max_grad = torch.where(torch.from_numpy(stepped).to(run.device),
+                                        torch.maximum(stats.critic_max_grad, critic_grad_max), stats.critic_max_grad)
     return stepped
 
 
 def record(run: Run, stats: dict, stepped: np.ndarray) -> None:
     """Add a minibatch's statistics, {name: (seeds,)}, to the update's sums of the seeds that stepped (on device)."""
-    values = torch.stack(list(stats.values()), dim=1).detach()
-    if run.stat_sums is None:
-        run.stat_names, run.stat_sums = list(stats), torch.zeros_like(values)
-    run.stat_sums += torch.where(torch.from_numpy(stepped).to(run.device)[:, None], values, 0.0)
+    values, sums = torch.stack(list(stats.values()), dim=1).detach(), run.stats
+    if sums.stat_sums is None:
+        sums.stat_names, sums.stat_sums = list(stats), torch.zeros_like(values)
+    sums.stat_sums += torch.where(torch.from_numpy(stepped).to(run.device)[:, None], values, 0.0)
 
 
 def update_means(run: Run) -> dict:
     """{name: [each seed's mean over the minibatch steps it took in this update]}, in one host sync."""
-    if run.stat_sums is None:
+    stats = run.stats
+    if stats.stat_sums is None:
         return {}
-    steps_taken = torch.from_numpy(np.maximum(run.minibatch_steps, 1)).to(run.device)
-    return dict(zip(run.stat_names, (run.stat_sums / steps_taken[:, None]).T.tolist()))
+    steps_taken = torch.from_numpy(np.maximum(stats.minibatch_steps, 1)).to(run.device)
+    return dict(zip(stats.stat_names, (stats.stat_sums / steps_taken[:, None]).T.tolist()))
 
 
 def updated_seeds(run: Run):
     """(k, log) for every seed k that stepped in this update; ``log(tag, value)`` adds a point to its TensorBoard."""
     for k, writer in enumerate(run.writers):
-        if run.minibatch_steps[k]:
+        if run.stats.minibatch_steps[k]:
             yield k, lambda tag, value, writer=writer: writer.add_scalar(tag, value, run.global_step)
 
 
 def end_iteration(run: Run) -> None:
     """The shared logs of an update, then a checkpoint when one is due, or the stop after a signal or too many
     non-finite steps."""
-    args, seeds = run.args, run.seeds
+    args, seeds, stats = run.args, run.seeds, run.stats
     now = time.perf_counter()
     run.timers["wall"] += now - run.wall_mark
     run.wall_mark = now
-    session_time = now - run.session_start
-    session_overhead = sum(run.timers[k] - run.session_timers_start[k] for k in ("eval", "plasticity"))
-    group_sps = len(seeds) * (run.global_step - run.session_start_step) / max(session_time - session_overhead, 1e-9)
-    critic_max_grads = run.critic_max_grad.tolist()
+    start_step, start = run.session_start  # this session's steps/s, evaluations left out
+    session = {key: run.timers[key] - start[key] for key in run.timers}
+    group_sps = len(seeds) * (run.global_step - start_step) / max(session["wall"] - session["eval"]
+                                                                  - session["plasticity"], 1e-9)
+    critic_max_grads = stats.critic_max_grad.tolist()
     for k, writer in enumerate(run.writers):
-        if run.skipped_this_update[k]:
-            run.nonfinite_skips_total[k] += run.skipped_this_update[k]
-            warnings.warn(f"seed {seeds[k]}, step {run.global_step}: skipped {run.skipped_this_update[k]} minibatch "
-                          f"step(s) with non-finite {', '.join(sorted(run.skip_reasons[k]))}")
+        if stats.skipped[k]:
+            run.nonfinite_skips_total[k] += stats.skipped[k]
+            warnings.warn(f"seed {seeds[k]}, step {run.global_step}: skipped {stats.skipped[k]} minibatch "
+                          f"step(s) with non-finite {', '.join(sorted(stats.skip_reasons[k]))}")
         writer.add_scalar("charts/nonfinite_skips", run.nonfinite_skips_total[k], run.global_step)
-        if run.minibatch_steps[k]:
+        if stats.minibatch_steps[k]:
             writer.add_scalar("plasticity/critic_max_abs_grad", critic_max_grads[k], run.global_step)
         writer.add_scalar("charts/SPS", group_sps / len(seeds), run.global_step)  # this seed's own steps/s
-    run.progress.set_postfix(task=run.task_index, sps=f"{group_sps:.0f}",
-                             eval=f"{np.nanmean(run.last_eval_return):.0f}", refresh=False)
-    if run.log_progress and now - run.progress_mark[0] >= PROGRESS_NOTE_SECONDS:  # evaluations far apart
-        print(f"step {run.global_step}: {progress_note(run)}", flush=True)
+    run.progress.end_iteration(run.global_step, task=run.task_index, sps=f"{group_sps:.0f}",
+                               eval=f"{np.nanmean(run.last_eval_return):.0f}")
     if must_stop_nonfinite(run):
         write_checkpoint(run)
         failed = [seeds[k] for k in np.flatnonzero(run.consecutive_nonfinite >= args.max_nonfinite_skips)]
-        reasons = sorted(set().union(*(run.skip_reasons[seeds.index(seed)] for seed in failed)))
+        reasons = sorted(set().union(*(stats.skip_reasons[seeds.index(seed)] for seed in failed)))
         print(f"error: seed {', '.join(map(str, failed))}: {args.max_nonfinite_skips} consecutive minibatch steps "
               f"had a non-finite loss or gradient ({', '.join(reasons)}) at step {run.global_step}; stopped with a "
               "checkpoint of the last finite state. Lower the learning rate or inspect the run before resuming.",
@@ -1269,7 +1274,7 @@ def end_iteration(run: Run) -> None:
         run.progress.write(f"received signal {run.stop_signal[0]}: checkpoint written at step {run.global_step}; "
                            f"re-run the same command to resume (exit code {EXIT_PREEMPTED})")
         run.exit_code = EXIT_PREEMPTED
-    elif run.task_ended or run.global_step >= run.next_checkpoint:
+    elif stats.task_ended or run.global_step >= run.next_checkpoint:
         write_checkpoint(run)
         while run.next_checkpoint <= run.global_step:
             run.next_checkpoint += args.checkpoint_frequency
@@ -1586,9 +1591,13 @@ def prepare_run_dir(args: Args, run_dir: str, config_args: dict) -> None:
         detail = ", ".join(f"{k}: {previous.get(k)!r} -> {config_args.get(k)!r}" for k in differing)
         raise ValueError(f"--run-dir {run_dir} holds a run with a different configuration ({detail}); "
                          "use another --run-dir or pass --overwrite to delete its outputs")
+    remove_files(run_dir, RUN_FILES)
+
+
+def remove_files(run_dir: str, names: tuple) -> None:
+    """Delete the files ``names`` and the TensorBoard event files of ``run_dir``."""
     for name in os.listdir(run_dir):
-        if name in ("config.json", *CSV_LOGS, "states.npz", "summary.json", "checkpoint.pt", "checkpoint.prev.pt",
-                    "wandb_id.txt") or name.startswith("events.out.tfevents"):
+        if name in names or name.startswith("events.out.tfevents"):
             os.remove(os.path.join(run_dir, name))
 
 
@@ -1598,7 +1607,7 @@ def prepare_run_dir(args: Args, run_dir: str, config_args: dict) -> None:
 def start_run(args: Args, argv: list, notes: tuple = ()) -> Run:
     """Everything before the first iteration, in named steps; ``notes``: the method's lines in the header."""
     run = Run()
-    run.args, run.exit_code, run.progress = args, 0, None
+    run.args, run.exit_code = args, 0
     choose_seeds(run)
     set_up_devices(run, argv)
     build(run)
@@ -1671,73 +1680,73 @@ def build(run: Run) -> None:
     run.action_low, run.action_high = run.env.single_action_space.low, run.env.single_action_space.high
 
     run.agent = make_agent(args, run.obs_dim, run.action_dim, run.generators, run.device)
-    run.initial_state = {name: {key: parameter.detach().clone() for key, parameter in network.named_parameters()}
-                         for name, network in vars(run.agent).items()
-                         if isinstance(network, nn.Module) and list(network.parameters())}
     run.obs_rms = RunningMeanStd(num_seeds, (run.obs_dim,))
+    run.raw_obs = None  # the envs' observations: fresh_start or resume
     # Per-environment episode state, (seeds, envs) (kept here, not in wrappers, so that it can be checkpointed)
     run.episode_return = np.zeros((num_seeds, args.num_envs))
     run.episode_length = np.zeros((num_seeds, args.num_envs), dtype=np.int64)
     run.global_step, run.iteration, run.task_index = 0, 0, 0
     run.nonfinite_skips_total = np.zeros(num_seeds, np.int64)
+    run.last_eval_return = np.full(num_seeds, np.nan)  # the progress bar's: each seed's last evaluation
     run.consecutive_nonfinite = np.zeros(num_seeds, np.int64)
     run.timers = {"wall": 0.0, "eval": 0.0, "plasticity": 0.0}  # seconds, accumulated over resumed sessions
     run.saved_states, run.saved_state_steps = [[] for _ in run.seeds], [[] for _ in run.seeds]
 
 
 def restore_or_reset(run: Run) -> bool:
-    """Resume every seed from its checkpoint at a common step, else reset the simulations (an unresumable
-    checkpoint: exit 2 unless --overwrite); returns whether it resumed."""
-    args, seeds = run.args, run.seeds
-    checkpoints, unusable = group_checkpoints([run.run_dirs[seed] for seed in seeds])
-    if unusable and not args.overwrite:  # never discard what such a run logged, nor run what a file carries
+    """Resume every seed from its checkpoint at a common step, else start fresh (an unresumable checkpoint: exit 2
+    unless --overwrite); returns whether it resumed."""
+    checkpoints, unusable = group_checkpoints([run.run_dirs[seed] for seed in run.seeds])
+    if unusable and not run.args.overwrite:  # never discard what such a run logged, nor run what a file carries
         path, problem = unusable[0]
         raise RunConfigError(f"{path} cannot be resumed: {problem}"
                              f"{f' (and {len(unusable) - 1} more checkpoint files)' if len(unusable) > 1 else ''}; the "
                              "run directory is unchanged; pass --overwrite to start the run again")
     if checkpoints is None:
-        for seed in seeds:  # leftovers of an earlier attempt that never wrote a checkpoint
-            for name in os.listdir(run.run_dirs[seed]):
-                if name in (*CSV_LOGS, "states.npz") or name.startswith("events.out.tfevents"):
-                    os.remove(os.path.join(run.run_dirs[seed], name))
-        run.raw_obs = run.env.reset(None, [seed + i for seed in seeds for i in range(args.num_envs)]).reshape(
-            len(seeds), args.num_envs, run.obs_dim)
-        run.obs_rms.update(run.raw_obs)
-        run.last_eval_return = np.full(len(seeds), np.nan)  # the progress bar's last evaluation of each seed
+        fresh_start(run)
     else:
-        run.raw_obs = None
-        run.load(checkpoints)
-        # every file read before any is written: a file that cannot be read stops the run, the directory unchanged
-        kept_lines = {}
-        for k, seed in enumerate(seeds):
-            for name, header in CSV_LOGS.items():
-                path = os.path.join(run.run_dirs[seed], name)
-                try:
-                    kept_lines[path] = csv_lines_to_keep(path, header, run.global_step)
-                except ValueError as error:
-                    raise RunConfigError(f"{error}; the run directory is unchanged; repair the file to resume (rows of "
-                                         f"steps after {run.global_step}, the checkpoint's, may simply be deleted: the "
-                                         "run logs them again)") from None
-            states_path = os.path.join(run.run_dirs[seed], "states.npz")
-            if args.save_states and os.path.exists(states_path):
-                try:
-                    with np.load(states_path) as saved:
-                        keep = saved["global_steps"] <= run.global_step
-                        run.saved_states[k] = [saved["observations"][keep]]
-                        run.saved_state_steps[k] = [saved["global_steps"][keep]]
-                except Exception as error:  # a truncated or corrupt archive: zipfile's, numpy's and KeyError
-                    raise RunConfigError(f"{states_path} cannot be read ({type(error).__name__}: {error}); the run "
-                                         "directory is unchanged; delete the file to resume without the states saved "
-                                         "so far") from None
-        column = CSV_LOGS["evaluations.csv"].index("return_mean")  # the progress bar's: the last row logged
-        run.last_eval_return = np.array([float(rows[-1].split(b",")[column]) if rows and len(rows) > 1 else np.nan
-                                         for rows in (kept_lines[os.path.join(run.run_dirs[seed], "evaluations.csv")]
-                                                      for seed in seeds)])
-        for path, lines in kept_lines.items():  # the file of a run that never stopped, byte for byte
-            if lines is not None and len(kept := b"".join(lines)) != os.path.getsize(path):
-                atomic_write_bytes(path, lambda f, kept=kept: f.write(kept))
+        resume(run, checkpoints)
     run.env.set_task(None, run.task_index)
     return checkpoints is not None
+
+
+def fresh_start(run: Run) -> None:
+    """Step 0: the logs of an earlier attempt that wrote no checkpoint deleted, the simulations reset."""
+    for seed in run.seeds:
+        remove_files(run.run_dirs[seed], LOGGED_FILES)
+    run.raw_obs = run.env.reset(None, [seed + i for seed in run.seeds for i in range(run.args.num_envs)]).reshape(
+        len(run.seeds), run.args.num_envs, run.obs_dim)
+    run.obs_rms.update(run.raw_obs)
+
+
+def resume(run: Run, checkpoints: list) -> None:
+    """Every seed's state from its checkpoint, and its logs cut back to the checkpoint's step; every file is read
+    before any is written (one that cannot be read stops the run, the directory unchanged)."""
+    run.load(checkpoints)
+    kept_lines, step = {}, run.global_step
+    for k, seed in enumerate(run.seeds):
+        for name, header in CSV_LOGS.items():
+            path = os.path.join(run.run_dirs[seed], name)
+            try:
+                kept_lines[path] = csv_lines_to_keep(path, header, step)
+            except ValueError as error:
+                raise RunConfigError(f"{error}; the run directory is unchanged; repair the file to resume (rows of "
+                                     f"steps after {step}, the checkpoint's, may simply be deleted: the run logs them "
+                                     "again)") from None
+        states_path = os.path.join(run.run_dirs[seed], "states.npz")
+        if run.args.save_states and os.path.exists(states_path):
+            try:
+                with np.load(states_path) as saved:
+                    keep = saved["global_steps"] <= step
+                    run.saved_states[k], run.saved_state_steps[k] = [saved["observations"][keep]], [
+                        saved["global_steps"][keep]]
+            except Exception as error:  # a truncated or corrupt archive: zipfile's, numpy's and KeyError
+                raise RunConfigError(f"{states_path} cannot be read ({type(error).__name__}: {error}); the run "
+                                     "directory is unchanged; delete the file to resume without the states saved so "
+                                     "far") from None
+    for path, lines in kept_lines.items():  # the file of a run that never stopped, byte for byte
+        if lines is not None and len(kept := b"".join(lines)) != os.path.getsize(path):
+            atomic_write_bytes(path, lambda f, kept=kept: f.write(kept))
 
 
 def open_outputs(run: Run, resumed: bool) -> None:
@@ -1797,8 +1806,6 @@ def print_header(run: Run, notes: tuple, resumed: bool) -> None:
 def start_session(run: Run, resumed: bool) -> None:
     """This process's session: the stop signals, the rollout buffers, the evaluations and checkpoints still due,
     the clocks and the progress bar; evaluates step 0 of a fresh run."""
-    from tqdm import tqdm
-
     args, num_seeds = run.args, len(run.seeds)
     # SIGTERM (SLURM preemption) and SIGINT (Ctrl-C) stop the run at the next update boundary with a checkpoint
     run.stop_signal = []
@@ -1816,15 +1823,10 @@ def start_session(run: Run, resumed: bool) -> None:
 
     run.eval_points = [s for s in evaluation_steps(args.steps_per_task, run.num_tasks, args.eval_frequency)
                        if s > run.global_step]
-    run.session_start, run.session_start_step = time.perf_counter(), run.global_step
-    run.session_timers_start = dict(run.timers)
-    run.wall_mark = run.session_start
-    # tqdm's bar (disable=None) is off when stderr is not a terminal; the log lines then carry the progress
-    run.log_progress = not sys.stderr.isatty()
-    run.progress_mark = (run.session_start, run.global_step)
+    run.session_start, run.wall_mark = (run.global_step, dict(run.timers)), time.perf_counter()
+    run.progress = Progress(run.total_steps, run.global_step)
     if not resumed:
         evaluate(run, 0)
-    run.progress = tqdm(total=run.total_steps, initial=run.global_step, unit="step", dynamic_ncols=True, disable=None)
     run.obs = network_input(run.obs_rms, run.raw_obs, args)
     run.next_checkpoint = run.global_step + args.checkpoint_frequency if args.checkpoint_frequency else math.inf
 
@@ -1856,7 +1858,7 @@ def start_wandb(args: Args, run_dir: str, run_name: str, config: dict) -> None:
 def finish_run(run: Run) -> int:
     """After the last iteration: the final checkpoint (the networks for scripts/evaluate.py) and each seed's
     summary.json when the run finished; logs closed. Returns the exit code."""
-    run.progress.close()
+    run.progress.bar.close()
     timers, seeds = run.timers, run.seeds
     timers["wall"] += time.perf_counter() - run.wall_mark
     train_time = timers["wall"] - timers["eval"] - timers["plasticity"]

@@ -251,14 +251,14 @@ def assert_seedwise_close(actual: torch.Tensor, expected, rtol=1e-5, atol=1e-5, 
 
 
 def new_run(script, agent, args):
-    """A Run with what update reads (its per-update fields set by iterating, as each iteration sets them)."""
+    """A Run with what update reads (its per-update fields set by next_iteration, as each iteration sets them)."""
     run = script.Run()
     run.seeds, run.args, run.agent, run.device = list(CASE_SEEDS), args, agent, torch.device("cpu")
     run.generators = [torch.Generator().manual_seed(seed + 1) for seed in CASE_SEEDS]
     run.batch_size, run.seed_rows = args.num_steps * args.num_envs, torch.arange(len(CASE_SEEDS))[:, None]
     run.consecutive_nonfinite = np.zeros(len(CASE_SEEDS), np.int64)
     run.global_step, run.total_steps, run.exit_code, run.iteration = 0, 1, 0, 0
-    assert run.iterating()
+    assert run.next_iteration()
     return run
 
 
@@ -403,7 +403,7 @@ def hand_built_rollout() -> SimpleNamespace:
 
 def make_run(module, **method_args) -> SimpleNamespace:
     """The script's own agent (make_agent, one stacked copy per seed) in the run fields that compute_advantages,
-    ppo_loss and update read (a fresh update's counters, as Run.iterating sets them)."""
+    ppo_loss and update read (a fresh update's counters, as Run.next_iteration sets them)."""
     args = dataclasses.replace(module.Args(), **SHARED_ARGS, **method_args)
     generators = [torch.Generator().manual_seed(seed) for seed in SEEDS]
     agent = module.make_agent(args, OBS_DIM, ACTION_DIM, generators, torch.device("cpu"))
@@ -411,8 +411,7 @@ def make_run(module, **method_args) -> SimpleNamespace:
         args=args, agent=agent, generators=generators, device=torch.device("cpu"), seeds=list(SEEDS),
         seed_rows=torch.arange(2)[:, None], batch_size=BATCH, action_low=-np.ones(ACTION_DIM, np.float32),
         action_high=np.ones(ACTION_DIM, np.float32), consecutive_nonfinite=np.zeros(2, np.int64),
-        minibatch_steps=np.zeros(2, np.int64), skipped_this_update=np.zeros(2, np.int64),
-        skip_reasons=[set(), set()], critic_max_grad=torch.zeros(2), stat_names=[], stat_sums=None, grad_norms={})
+        stats=module.IterationStats(2, torch.device("cpu")))
 
 
 def perturb(network, seed: int, scale: float) -> None:
@@ -581,7 +580,7 @@ def one_update(module, prepare=None, **method_args):
     generator_states = [generator.get_state() for generator in run.generators]
     pre_step = copy.deepcopy(run.agent)
     outputs = module.update(run, batch, run.args)
-    assert run.minibatch_steps.tolist() == [1, 1]
+    assert run.stats.minibatch_steps.tolist() == [1, 1]
     return run, before, generator_states, pre_step, outputs
 
 

@@ -74,16 +74,26 @@ def test_missing_new_and_plain_checkpoint_entries_and_other_seeds_are_reported()
 
 
 def test_an_entry_newer_than_the_reference_is_compared_once_the_reference_has_it():
-    """initial_parameters (since 2026-11-29) is not in REFERENCE_COMMIT's checkpoints: not "new" there, but a change
-    of it or its absence is reported against a reference that has it."""
+    """last_eval_return is not in REFERENCE_COMMIT's checkpoints: not "new" there, but a change of it or its absence
+    is reported against a reference that has it."""
     def add(seed, digest=DIGEST):
-        seed["checkpoint"]["initial_parameters"] = {"actor": {"log_std": digest}}
+        seed["checkpoint"]["last_eval_return"] = {"actor": {"log_std": digest}}
 
     assert golden_outputs.differences(changed(add), {"1": FINGERPRINT, "2": FINGERPRINT}) == []
     assert golden_outputs.differences(changed(lambda seed: add(seed, OTHER_DIGEST)), changed(add)) == [
-        "seed 2: checkpoint['initial_parameters']['actor']['log_std'] changed"]
+        "seed 2: checkpoint['last_eval_return']['actor']['log_std'] changed"]
     assert golden_outputs.differences({"1": FINGERPRINT, "2": FINGERPRINT}, changed(add)) == [
-        "seed 2: checkpoint entry 'initial_parameters' is missing"]
+        "seed 2: checkpoint entry 'last_eval_return' is missing"]
+
+
+def test_an_entry_dropped_since_the_reference_is_not_missing_but_any_other_is():
+    def add(seed, key):
+        seed["checkpoint"][key] = {"actor": {"log_std": DIGEST}}
+
+    reference = changed(lambda seed: add(seed, "initial_parameters"))
+    assert golden_outputs.differences({"1": FINGERPRINT, "2": FINGERPRINT}, reference) == []
+    assert golden_outputs.differences({"1": FINGERPRINT, "2": FINGERPRINT}, changed(lambda seed: add(seed, "rng"))) == [
+        "seed 2: checkpoint entry 'rng' is missing"]
 
 
 def test_run_script_runs_another_copy_from_its_own_root(tmp_path):

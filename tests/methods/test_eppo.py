@@ -844,7 +844,7 @@ def _one_update_run(critic_grad_clip: str):
     run.batch_size, run.seed_rows = 32, torch.arange(2)[:, None]
     run.consecutive_nonfinite = np.zeros(2, np.int64)
     run.global_step, run.total_steps, run.exit_code, run.iteration = 0, 1, 0, 0
-    assert run.iterating()
+    assert run.next_iteration()
     generator = torch.Generator().manual_seed(3)
     batch = {"obs": torch.randn(2, 32, 5, generator=generator), "actions": torch.randn(2, 32, 2, generator=generator),
              "old_log_probs": torch.zeros(2, 32), "advantages": torch.randn(2, 32, generator=generator),
@@ -857,10 +857,10 @@ def _one_update_run(critic_grad_clip: str):
 
 def test_critic_grad_clip_none_steps_on_the_unclipped_gradient():
     """--critic-grad-clip whole: the critic's step gradient has norm --max-grad-norm (0.5) when its norm is larger;
-    none: the step gradient is the whole unclipped one (its norm is run.grad_norms["critic"], far above 0.5)."""
+    none: the step gradient is the whole unclipped one (its norm is run.stats.grad_norms["critic"], far above 0.5)."""
     for clip in ("whole", "none"):
         run, step_norms = _one_update_run(clip)
-        unclipped = run.grad_norms["critic"]
+        unclipped = run.stats.grad_norms["critic"]
         assert torch.all(unclipped > 5.0)
         expected = torch.full_like(unclipped, 0.5) if clip == "whole" else unclipped
         torch.testing.assert_close(step_norms, expected, rtol=1e-4, atol=0)

@@ -127,7 +127,7 @@ OBS_DIM, ACTION_DIM = 3, 2
 
 def hand_built_run(seeds=(1,), batch_size=8, **flags) -> "ppo.Run":
     """A Run holding only what compute_advantages, update and set_learning_rate read: the args, make_agent's
-    agent, each seed's generator, and the per-update state of Run.iterating."""
+    agent, each seed's generator, and the per-update state of Run.next_iteration."""
     run = ppo.Run()
     run.args, run.seeds, run.device = network_args(**flags), list(seeds), torch.device("cpu")
     run.generators = generators(*seeds)
@@ -135,7 +135,7 @@ def hand_built_run(seeds=(1,), batch_size=8, **flags) -> "ppo.Run":
     run.batch_size, run.seed_rows = batch_size, torch.arange(len(seeds))[:, None]
     run.consecutive_nonfinite = np.zeros(len(seeds), np.int64)
     run.global_step, run.total_steps, run.iteration, run.exit_code = 0, 1, 0, 0
-    assert run.iterating()
+    assert run.next_iteration()
     return run
 
 
@@ -228,7 +228,7 @@ def test_target_kl_stops_the_update_after_the_epoch_whose_kl_exceeds_it():
         run = hand_built_run(minibatch_size=4, update_epochs=3, target_kl=target_kl)
         means = ppo.update(run, hand_built_batch(), run.args)
         assert 1e-6 < means["approx_kl"][0] < 1e6
-        minibatch_steps[target_kl] = run.minibatch_steps.tolist()
+        minibatch_steps[target_kl] = run.stats.minibatch_steps.tolist()
     assert minibatch_steps == {None: [6], 1e6: [6], 1e-6: [2]}  # 3 epochs of 2 minibatches, or the first epoch only
 
 

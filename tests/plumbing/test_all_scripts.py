@@ -276,11 +276,11 @@ def test_unresumable_checkpoints_are_refused_not_discarded(tmp_path):
 
 
 def test_checkpoints_hold_tensors_and_plain_values_only(finished_run):
-    """torch.load(weights_only=True), which unpickles no code, reads every script's checkpoint (format 4), and the
+    """torch.load(weights_only=True), which unpickles no code, reads every script's checkpoint (format 5), and the
     numpy arrays come back as the arrays they were (dtype and shape: the run state's numpy fields)."""
     script, run_dir = finished_run
     raw = torch.load(run_dir / "checkpoint.pt", weights_only=True)
-    assert raw["format"] == 4 and raw["numpy_arrays"]
+    assert raw["format"] == 5 and raw["numpy_arrays"]
     state = load_checkpoint_file(run_dir / "checkpoint.pt")
     assert "numpy_arrays" not in state
     for place in raw["numpy_arrays"]:
@@ -311,7 +311,7 @@ def test_a_checkpoint_that_would_run_code_is_refused(tmp_path):
     reference = read_csv(run_dir / "evaluations.csv")
     os.remove(run_dir / "summary.json")  # pretend the run died after its last checkpoint
     previous_step = load_checkpoint_file(run_dir / "checkpoint.prev.pt")["global_step"]
-    torch.save({"format": 4, "global_step": WouldRunCode(payload)}, run_dir / "checkpoint.pt")
+    torch.save({"format": 5, "global_step": WouldRunCode(payload)}, run_dir / "checkpoint.pt")
     resumed = run_script(SCRIPTS[0], run_dir, *flags)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert "needs code to load" in resumed.stderr and f"from global_step {previous_step}" in resumed.stdout
@@ -321,7 +321,7 @@ def test_a_checkpoint_that_would_run_code_is_refused(tmp_path):
     assert evaluated.returncode == 0, evaluated.stderr[-2000:]
     os.remove(run_dir / "summary.json")
     for name in ("checkpoint.pt", "checkpoint.prev.pt"):
-        torch.save({"format": 4, "global_step": WouldRunCode(payload)}, run_dir / name)
+        torch.save({"format": 5, "global_step": WouldRunCode(payload)}, run_dir / name)
     before = directory_bytes(run_dir)
     refused = run_script(SCRIPTS[0], run_dir, *flags)
     assert refused.returncode == 2 and "Traceback" not in refused.stderr, refused.stderr[-3000:]
@@ -333,8 +333,8 @@ def test_a_checkpoint_that_would_run_code_is_refused(tmp_path):
 
 
 def test_a_checkpoint_of_an_older_format_is_refused_in_one_line(tmp_path):
-    """A checkpoint of an older format (3: numpy arrays pickled as such; v0.1-v0.4 read it with --trust-checkpoint,
-    which is gone) is refused with one line naming the file and its format, exit 2, the directory unchanged; with
+    """A checkpoint of an older format (3: numpy arrays pickled as such; 4: without the last evaluation return) is
+    refused with one line naming the file and its format, exit 2, the directory unchanged; with
     --overwrite the run starts again and ends bit for bit as a straight run."""
     straight, run_dir = tmp_path / "straight", tmp_path / "run"
     flags = ["--checkpoint-frequency", "128", "--num-tasks", "1"]
@@ -349,6 +349,14 @@ def test_a_checkpoint_of_an_older_format_is_refused_in_one_line(tmp_path):
     assert refused.returncode == 2 and "Traceback" not in refused.stderr and directory_bytes(run_dir) == before
     error = [line for line in refused.stderr.splitlines() if line.startswith("error:")]
     assert len(error) == 1 and "needs code to load" in error[0] and "nothing in it ran" in error[0], refused.stderr
+    # format 4 (tensors only, no last evaluation return): readable without code, refused by its format
+    raw = torch.load(straight / "checkpoint.prev.pt", weights_only=True)
+    torch.save({**raw, "format": 4}, run_dir / "checkpoint.pt")
+    before = directory_bytes(run_dir)
+    refused = run_script(SCRIPTS[0], run_dir, *flags)
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr and directory_bytes(run_dir) == before
+    error = [line for line in refused.stderr.splitlines() if line.startswith("error:")]
+    assert len(error) == 1 and "checkpoint format 4, this script reads 5" in error[0], refused.stderr
     restarted = run_script(SCRIPTS[0], run_dir, *flags, "--overwrite")
     assert restarted.returncode == 0, restarted.stderr[-3000:]
     assert_same_run_state(run_dir, straight)

@@ -160,15 +160,14 @@ def test_seedwise_adam_leaves_a_parameter_without_gradient_alone():
 
 
 def test_progress_note_gives_steps_percentage_rate_and_time_left(monkeypatch):
-    run = ppo.Run()
-    run.total_steps, run.global_step, run.progress_mark = 4_500_000, 0, (100.0, 0)
     monkeypatch.setattr(ppo.time, "perf_counter", lambda: 100.0)
-    assert ppo.progress_note(run) == "0/4,500,000 steps (0.0%)"  # no rate before the first steps
+    progress = ppo.Progress(4_500_000, 0)
+    progress.bar.close()
+    assert progress.note(0) == "0/4,500,000 steps (0.0%)"  # no rate before the first steps
     # 20,000 steps in 10 s since the last note: 2,000 steps/s, 4,480,000 steps left = 2,240 s = 0:37:20
-    run.global_step = 20_000
     monkeypatch.setattr(ppo.time, "perf_counter", lambda: 110.0)
-    assert ppo.progress_note(run) == "20,000/4,500,000 steps (0.4%), 2,000 steps/s, 0:37:20 left"
-    assert run.progress_mark == (110.0, 20_000)  # the next rate is measured from here
+    assert progress.note(20_000) == "20,000/4,500,000 steps (0.4%), 2,000 steps/s, 0:37:20 left"
+    assert progress.mark == (110.0, 20_000)  # the next rate is measured from here
 
 
 def test_log_lines_say_where_the_run_is_when_output_goes_to_a_file(tmp_path):
@@ -227,7 +226,7 @@ def test_every_field_the_scripts_set_on_the_run_is_declared_in_run():
                             and (element.value.id == "run" or (element.value.id == "self" and id(node) in in_run))):
                         assigned.add(element.attr)
         assert assigned - declared == set(), os.path.basename(path)
-        assert {"global_step", "agent", "stat_sums", "progress_mark"} <= assigned  # the walk finds them
+        assert {"global_step", "agent", "stats", "progress"} <= assigned  # the walk finds them
 
 
 # ---- The network flags (since v0.2, 2026-11-27: studies/2026-11-27_why_ppo_does_not_walk_on_ant): each reading
@@ -305,7 +304,7 @@ def test_joint_optimizer_steps_as_one_adam_over_both_networks():
                           actor_optimizer=ppo.SeedwiseAdam(actor.parameters(), lr=3e-4, eps=1e-5),
                           critic_optimizer=ppo.SeedwiseAdam(critic.parameters(), lr=3e-4, eps=1e-5))
     run.global_step, run.total_steps, run.exit_code, run.iteration = 0, 1, 0, 0
-    assert run.iterating()  # sets the per-update fields that optimizer_step adds to
+    assert run.next_iteration()  # sets the per-update fields that optimizer_step adds to
     references = [torch.optim.Adam([*a.parameters(), *c.parameters()], lr=3e-4, eps=1e-5, fused=True)
                   for a, c in singles]
     obs = torch.randn(2, 16, 5, generator=torch.Generator().manual_seed(0))
@@ -321,7 +320,7 @@ def test_joint_optimizer_steps_as_one_adam_over_both_networks():
             sum(losses(a, c, obs[k : k + 1], targets[k : k + 1]).values()).sum().backward()
             norm = torch.nn.utils.clip_grad_norm_([*a.parameters(), *c.parameters()], 0.5)
             assert norm > 0.5  # the clip acts
-            torch.testing.assert_close(run.grad_norms["critic"][k], norm, rtol=1e-6, atol=0)
+            torch.testing.assert_close(run.stats.grad_norms["critic"][k], norm, rtol=1e-6, atol=0)
             reference.step()
     for k, (a, c) in enumerate(singles):
         for network, single in ((actor, a), (critic, c)):
@@ -420,63 +419,48 @@ def built_run(args, seeds) -> "ppo.Run":
     run = ppo.Run()
     run.args, run.seeds, run.device = args, list(seeds), torch.device("cpu")
     run.generators = [torch.Generator().manual_seed(seed) for seed in seeds]
+    run.config_args = {seed: {} for seed in seeds}
     ppo.build(run)
+    run.raw_obs = run.env.reset(None, [seed + i for seed in seeds for i in range(args.num_envs)]).reshape(
+        len(seeds), args.num_envs, run.obs_dim)
     return run
 
 
-def resumed_run(args, seeds, checkpoints) -> "ppo.Run":
-    """A Run built, then loaded from ``checkpoints`` as restore_or_reset resumes one."""
-    run = built_run(args, seeds)
-    run.raw_obs = None
-    run.load(checkpoints)
-    return run
+def test_initial_parameters_as_an_agent_entry_are_a_one_seed_build_and_survive_a_checkpoint(tmp_path):
+    """initial_parameters(network), kept by a method as an agent entry (its theta_0), is bit for bit what a one-seed
+    build of seed k draws, for every parameter of every network (Linear, LayerNorm, log std), and a copy: training
+    does not move it. The checkpoint stores it per seed like any agent entry, and a resume reads it from there (an
+    edited copy comes back edited)."""
+    from tiny_run import TINY_FLAGS
 
-
-def test_initial_parameters_are_a_one_seed_builds_and_survive_sigterm_resume_and_old_checkpoints(tmp_path):
-    """initial_parameters(run, network, k) is bit for bit what a one-seed build of seed k draws, for every parameter
-    of every network (Linear, LayerNorm, log std); the checkpoint keeps it through SIGTERM + resume (a resumed run
-    reads it from there: an edited copy comes back edited); a checkpoint without it (before 2026-11-29) resumes with
-    the build's draw."""
-    from tiny_run import TINY_FLAGS, load_checkpoint_file, run_script, run_until_checkpoint_then_stop
-
-    flags = ["--num-seeds", "2", "--checkpoint-frequency", "128"]
-    stopped = run_until_checkpoint_then_stop("ppo_continuous.py", tmp_path / "seed{seed}",
-                                             tmp_path / "seed2" / "checkpoint.pt", *flags)
-    assert stopped.returncode == 75, stopped.stderr[-2000:]
-    resumed = run_script("ppo_continuous.py", tmp_path / "seed{seed}", *flags)
-    assert resumed.returncode == 0 and "resuming" in resumed.stdout, resumed.stderr[-2000:]
-    checkpoints = [load_checkpoint_file(tmp_path / f"seed{seed}" / "checkpoint.pt") for seed in (1, 2)]
-    assert checkpoints[0]["global_step"] == 512
-
-    args = ppo.parse_args([*TINY_FLAGS, *flags, "--run-dir", str(tmp_path / "seed{seed}")])
-    run = resumed_run(args, (1, 2), checkpoints)
-    assert sorted(run.initial_state) == ["actor", "critic"]
-    assert {"log_std", "trunk.1.weight", "mean_head.bias"} <= set(ppo.initial_parameters(run, "actor"))  # all of them
+    args = ppo.parse_args([*TINY_FLAGS, "--num-seeds", "2", "--run-dir", str(tmp_path / "seed{seed}")])
+    run = built_run(args, (1, 2))
+    for network in ("actor", "critic"):
+        setattr(run.agent, f"initial_{network}", ppo.initial_parameters(getattr(run.agent, network)))
+    assert {"log_std", "trunk.1.weight", "mean_head.bias"} <= set(run.agent.initial_actor)  # every parameter
+    with torch.no_grad():
+        for parameter in run.agent.actor.parameters():
+            parameter.add_(1.0)  # "trained": the initial copy must not follow
     for k, seed in enumerate((1, 2)):
         one_seed = built_run(ppo.dataclasses.replace(args, num_seeds=1, seed=seed), (seed,)).agent
         for network in ("actor", "critic"):
-            initial = ppo.initial_parameters(run, network, k)
             built = dict(getattr(one_seed, network).named_parameters())
+            initial = getattr(run.agent, f"initial_{network}")
             assert initial.keys() == built.keys()
             for name, parameter in built.items():
-                assert torch.equal(initial[name], parameter.detach()[0]), (seed, network, name)
-                assert torch.equal(ppo.initial_parameters(run, network)[name][k], initial[name])
-            # trained since: the run's parameters are no longer the initial ones
-            assert not torch.equal(checkpoints[k][network]["trunk.0.weight"][0], built["trunk.0.weight"].detach()[0])
+                assert torch.equal(initial[name][k], parameter.detach()[0]), (seed, network, name)
 
-    edited = [{**checkpoint, "initial_parameters": {
-        network: {name: value + 1.0 for name, value in parameters.items()}
-        for network, parameters in checkpoint["initial_parameters"].items()}} for checkpoint in checkpoints]
-    from_edited = resumed_run(args, (1, 2), edited)
-    assert torch.equal(ppo.initial_parameters(from_edited, "actor", 1)["log_std"],
-                       ppo.initial_parameters(run, "actor", 1)["log_std"] + 1.0)
-    old = resumed_run(args, (1, 2), [{key: value for key, value in checkpoint.items() if key != "initial_parameters"}
-                                     for checkpoint in checkpoints])
-    for network in ("actor", "critic"):
-        for name, value in ppo.initial_parameters(run, network).items():
-            assert torch.equal(ppo.initial_parameters(old, network)[name], value)
-    with pytest.raises(ValueError, match=r"no network 'predictor'; its networks: \['actor', 'critic'\]"):
-        ppo.initial_parameters(run, "predictor")
+    checkpoints = [run.checkpoint_state(k) for k in range(2)]
+    assert checkpoints[1]["initial_actor"]["log_std"].shape[0] == 1  # seed 2's slice, in a one-seed run's format
+    for checkpoint in checkpoints:
+        checkpoint["initial_actor"]["log_std"] += 1.0
+    resumed = built_run(args, (1, 2))
+    resumed.agent.initial_actor = ppo.initial_parameters(resumed.agent.actor)
+    resumed.agent.initial_critic = ppo.initial_parameters(resumed.agent.critic)
+    resumed.load(checkpoints)
+    assert torch.equal(resumed.agent.initial_actor["log_std"], run.agent.initial_actor["log_std"] + 1.0)
+    for name, value in run.agent.initial_critic.items():
+        assert torch.equal(resumed.agent.initial_critic[name], value)
 
 
 # ---- Several seeds in one process: what --num-seeds refuses ----
