@@ -19,17 +19,26 @@ import contextlib
 import copy
 import csv
 import dataclasses
+import difflib
+import errno
+import fcntl
 import functools
 import io
 import itertools
 import json
 import math
 import os
+import pickle
 import re
+import secrets
+import shlex
 import shutil
 import signal
+import socket
 import subprocess
 import sys
+import textwrap
+import threading
 import time
 import warnings
 from dataclasses import dataclass
@@ -592,8 +601,7 @@ RUN_FILES = (*LOGGED_FILES, "config.json", "summary.json", "checkpoint.pt", "che
 
 
 def aligned(x: torch.Tensor) -> torch.Tensor:
-    """x itself when its data starts on a 64-byte boundary, else an aligned copy: MKL takes another code path for
-    misaligned data (other rounding), so a seed's slice of a stacked tensor must not be computed misaligned."""
+    """x itself when its data starts on a 64-byte boundary, else an aligned copy (MKL rounds misaligned data apart)."""
     return x if x.data_ptr() % 64 == 0 else x.clone()
 
 
@@ -610,8 +618,7 @@ class AlignedGradient(torch.autograd.Function):
 
 
 class StackedLinear(nn.Module):
-    """One ``nn.Linear`` per seed (``weight[k]``, ``bias[k, 0]``): (seeds, samples, in) -> (seeds, samples, out); on
-    the CPU one ``F.linear`` per seed, so that a seed's rounding does not depend on K (docs/batched-seeds.md)."""
+    """One ``nn.Linear`` per seed, (seeds, samples, in) -> (seeds, samples, out); on the CPU one F.linear per seed."""
 
     def __init__(self, num_seeds: int, in_features: int, out_features: int):
         super().__init__()
@@ -631,8 +638,7 @@ class StackedLinear(nn.Module):
 
 
 class StackedLayerNorm(nn.Module):
-    """One ``nn.LayerNorm`` per seed (elementwise affine parameters of shape (seeds, 1, dim)); with
-    ``affine=False`` one ``nn.LayerNorm(dim, elementwise_affine=False)``, which has no parameters."""
+    """One ``nn.LayerNorm`` per seed (``affine=False``: without gain and shift, no parameters)."""
 
     def __init__(self, num_seeds: int, dim: int, affine: bool = True):
         super().__init__()
@@ -649,8 +655,7 @@ class StackedLayerNorm(nn.Module):
 
 def layer_init(layer: StackedLinear, generators: list, std: float = np.sqrt(2), bias_const: float = 0.0,
                init: str = "orthogonal") -> StackedLinear:
-    """CleanRL's orthogonal init (gain ``std``, biases ``bias_const``), or nn.Linear's own (``init="torch"``), seed k's
-    slice from seed k's generator; ``layer.initializer`` keeps the scheme for fresh_draw."""
+    """CleanRL's orthogonal init or nn.Linear's own (``init``), seed k's slice from seed k's generator."""
     layer.initializer = (std, bias_const, init)
     with torch.no_grad():
         if init == "torch":
@@ -666,8 +671,7 @@ def layer_init(layer: StackedLinear, generators: list, std: float = np.sqrt(2), 
 
 
 def fresh_draw(layer: StackedLinear, generator: torch.Generator) -> tuple:
-    """A fresh draw of ``layer``'s own initializer (layer_init's scheme and gain) from ``generator``: (weight (out,
-    in), bias (out,)) on the CPU, for methods that re-initialize units or layers."""
+    """A fresh (weight, bias) of ``layer``'s own initializer from ``generator``, on the CPU: for re-initialization."""
     std, bias_const, init = layer.initializer
     _, out_features, in_features = layer.weight.shape
     fresh = layer_init(StackedLinear(1, in_features, out_features), [generator], std, bias_const, init)
@@ -675,8 +679,7 @@ def fresh_draw(layer: StackedLinear, generator: torch.Generator) -> tuple:
 
 
 def hidden_layers(network: nn.Module) -> list:
-    """(incoming StackedLinear, its StackedLayerNorm or None, outgoing StackedLinear) of every hidden layer of a
-    network: its ``trunk``'s layers, then its one StackedLinear outside the trunk (the head)."""
+    """(incoming StackedLinear, its StackedLayerNorm or None, outgoing StackedLinear) per hidden layer."""
     linears, layer_norms = [], []
     for module in network.trunk:
         if isinstance(module, StackedLinear):
@@ -697,8 +700,7 @@ HIDDEN_ACTIVATIONS = tuple(ACTIVATIONS.values())
 
 
 def mlp_trunk(input_dim: int, args, generators: list) -> nn.Sequential:
-    """Linear -> LayerNorm -> ReLU, twice (paper, Appendix B), --hidden-dim wide; --layer-norm, --activation and
-    --init choose the other readings (LayerNorm without gain and shift, or none; tanh; nn.Linear's init)."""
+    """Linear -> LayerNorm -> ReLU, twice (paper, Appendix B), or the readings --layer-norm, --activation, --init."""
     num_seeds, width = len(generators), args.hidden_dim
     layers = []
     for in_features in (input_dim, width):
@@ -723,8 +725,7 @@ def initial_parameters(network: nn.Module) -> dict:
 
 
 class SeedwiseAdam(optim.Optimizer):
-    """Adam over seed-stacked parameters, each seed's step exactly ``optim.Adam(fused=True)``'s in a one-seed run
-    (docs/batched-seeds.md); ``step(stepping)`` steps only the seeds where ``stepping`` is True."""
+    """Adam over seed-stacked parameters, each seed's step one-seed ``optim.Adam(fused=True)``'s, bit for bit."""
 
     def __init__(self, params, lr: float, betas: tuple = (0.9, 0.999), eps: float = 1e-8, weight_decay: float = 0.0):
         # weight_decay enters the state only when used: a checkpoint's optimizer entries stay the same without it
@@ -754,8 +755,7 @@ class SeedwiseAdam(optim.Optimizer):
         self._seed_views = None
 
     def steps_taken(self) -> np.ndarray:
-        """Each seed's Adam step count, (seeds,) int64 (skipped steps do not count; checkpointed): for methods that
-        act every F gradient steps."""
+        """Each seed's Adam step count, (seeds,) int64 (skipped steps do not count; checkpointed)."""
         return torch.stack([self.state[p]["step"] for p in self.params]).amax(0).cpu().numpy().astype(np.int64)
 
     def seed_gradients(self, k: int) -> list:
@@ -813,8 +813,7 @@ class SeedwiseAdam(optim.Optimizer):
 
 
 class RunningMeanStd:
-    """Running mean/variance per seed, as gymnasium's wrappers: batches (seeds, samples, *shape), statistics (seeds,
-    1, *shape)."""
+    """Running mean and variance per seed, as gymnasium's wrappers: statistics (seeds, 1, *shape)."""
 
     def __init__(self, num_seeds: int, shape=(), epsilon: float = 1e-4):
         self.mean = np.zeros((num_seeds, 1, *shape), np.float64)
@@ -882,13 +881,11 @@ def stack_seeds(states: list):
 
 
 class Agent(SimpleNamespace):
-    """What the method learns or keeps (make_agent); the checkpoint stores each entry by name, as its
-    ``state_dict()`` or itself (an array, seed axis first)."""
+    """What the method learns or keeps (make_agent); the checkpoint stores each entry by name."""
 
 
 class Run:
-    """Everything a run is, its fields grouped by who sets them; the checkpoint saves and a resume restores exactly
-    the agent, ``STATE`` (per seed), ``COUNTERS`` (shared) and each seed's environment and generator states."""
+    """Everything a run is; a checkpoint holds the agent, STATE, COUNTERS and each seed's env and generator states."""
 
     STATE = ("obs_rms", "raw_obs", "episode_return", "episode_length", "nonfinite_skips_total", "last_eval_return")
     COUNTERS = ("global_step", "iteration", "task_index", "timers")
@@ -998,8 +995,7 @@ class IterationStats:
 
 
 class Progress:
-    """tqdm's bar on a terminal; else (output to a file) a note on the evaluation lines and a line at least every
-    PROGRESS_NOTE_SECONDS: steps done, the percentage, the steps/s since the last note and the time left."""
+    """tqdm's bar on a terminal; else a progress note on evaluation lines, and at least every PROGRESS_NOTE_SECONDS."""
 
     def __init__(self, total_steps: int, step: int):
         from tqdm import tqdm
@@ -1035,8 +1031,7 @@ class Progress:
 
 
 def make_env(args: Args, num_sims: int) -> nonstationary_envs.BatchedEnv:
-    """``num_sims`` simulations of the setting stepped together (mujoco.batch; gymnasium v5's env bit for bit, each
-    with its own task, reset noise and episode), on --env-threads threads (results do not depend on them)."""
+    """``num_sims`` simulations of the setting stepped together (mujoco.batch), on --env-threads threads."""
     threads = min(args.env_threads or len(os.sched_getaffinity(0)), num_sims)
     return nonstationary_envs.BatchedEnv(args.env_id, args.experiment, args.strategy, args.friction_mode,
                                          num_sims=num_sims, nthread=threads, max_episode_steps=args.max_episode_steps,
@@ -1044,8 +1039,7 @@ def make_env(args: Args, num_sims: int) -> nonstationary_envs.BatchedEnv:
 
 
 def network_input(obs_rms: RunningMeanStd, obs: np.ndarray, args: Args) -> np.ndarray:
-    """What the networks see of raw observations: the raw observation as float32 (--no-norm-obs, the default since
-    v0.2; the statistics are still updated), or normalized by the running statistics and clipped (--norm-obs)."""
+    """What the networks see: raw observations as float32, or with --norm-obs normalized and clipped."""
     if args.norm_obs:
         return obs_rms.normalize(obs, args.normalization_clip)
     # the shape normalize gives (obs broadcast against the per-seed statistics, (seeds, 1, obs_dim))
@@ -1074,8 +1068,7 @@ def evaluated_task(global_step: int, steps_per_task: int) -> int:
 
 def evaluate_policy(policy, eval_env: nonstationary_envs.BatchedEnv, task: int, obs_rms: RunningMeanStd,
                     args: Args, seeds: list, device, max_states: int = 0):
-    """One episode per simulation of ``policy(obs)`` on ``task``, statistics frozen, seed k's episode i reset with
-    seeds[k] + 100 + i: returns and lengths (seeds, episodes), and per seed up to ``max_states`` visited states."""
+    """One episode per eval simulation of ``policy`` on ``task``: returns, lengths, visited states per seed."""
     frozen_rms = copy.deepcopy(obs_rms)
     num_seeds = len(seeds)
     num_episodes = eval_env.num_sims // num_seeds
@@ -1108,8 +1101,7 @@ def evaluate_policy(policy, eval_env: nonstationary_envs.BatchedEnv, task: int, 
 
 
 def evaluate(run: Run, step: int) -> None:
-    """The paper's protocol: deterministic actions, frozen normalization, envs on the evaluated task; at step 0
-    and every task end also the plasticity metrics of both networks, each seed on its own states."""
+    """The paper's protocol at ``step``, logged per seed; at step 0 and every task end the plasticity metrics too."""
     args, seeds = run.args, run.seeds
     eval_start = time.perf_counter()
     task = evaluated_task(step, args.steps_per_task)
@@ -1135,8 +1127,7 @@ def evaluate(run: Run, step: int) -> None:
 
 
 def log_plasticity(run: Run, step: int, task: int, visited: list) -> None:
-    """The paper's plasticity metrics of the critic and the actor (effective and stable rank of the last hidden
-    layer, dormant units of all hidden layers), each seed's own network on its own evaluation states."""
+    """Effective and stable rank and dormant units of the critic and the actor, each seed on its own states."""
     plasticity_start = time.perf_counter()
     with torch.inference_mode():
         for network_name, network in (("critic", run.agent.critic), ("actor", run.agent.actor)):
@@ -1167,8 +1158,7 @@ def flat(x: torch.Tensor) -> torch.Tensor:
 
 
 def collect_rollout(run: Run) -> Optional[SimpleNamespace]:
-    """num_steps steps of every env with the method's actions and rewards, changing tasks and evaluating on the way;
-    the rollout as device tensors ((seeds, T * envs, ...) or (seeds, T, envs)), None when the run ended inside it."""
+    """num_steps steps of every env, changing tasks and evaluating on the way; None when the run ended inside."""
     args, env, writers = run.args, run.env, run.writers
     num_seeds, device, progress, stats = len(run.seeds), run.device, run.progress, run.stats
     act = rollout_policy(run.agent, args, run.generators, device)
@@ -1242,8 +1232,7 @@ def collect_rollout(run: Run) -> Optional[SimpleNamespace]:
 
 
 class Minibatch(dict):
-    """Each seed's own minibatch of a batch: ``mb[key]`` is ``batch[key][k, index[k]]`` for every seed k, gathered
-    on first use; ``mb.index`` holds the sample indices, (seeds, minibatch_size)."""
+    """Each seed's own minibatch: ``mb[key]`` is ``batch[key][k, index[k]]`` for every seed k, gathered lazily."""
 
     def __init__(self, batch: dict, index: torch.Tensor, seed_rows: torch.Tensor):
         super().__init__()
@@ -1255,8 +1244,7 @@ class Minibatch(dict):
 
 
 def minibatches(run: Run, batch: dict):
-    """One epoch of each seed's own random minibatches; none once a seed has skipped --max-nonfinite-skips steps in
-    a row (the run then stops with a checkpoint)."""
+    """One epoch of each seed's own random minibatches; none once the run must stop for non-finite steps."""
     if must_stop_nonfinite(run):
         return
     permutation = torch.stack([torch.randperm(run.batch_size, generator=generator)
@@ -1273,8 +1261,7 @@ def must_stop_nonfinite(run: Run) -> bool:
 
 
 def optimizer_step(run: Run, losses: dict, unclipped: tuple = ()) -> np.ndarray:
-    """One step of each ``agent.{name}_optimizer`` on ``losses[name]`` (seeds,), clipped at --max-grad-norm (but
-    ``unclipped``), a non-finite seed skipped; returns which seeds stepped (stats.grad_norms: the norms before clip)."""
+    """One clipped step of each ``agent.{name}_optimizer`` on ``losses[name]``; returns which seeds stepped."""
     optimizers = {name: getattr(run.agent, f"{name}_optimizer") for name in losses}
     for optimizer in optimizers.values():
         optimizer.zero_grad()
@@ -1338,8 +1325,7 @@ def updated_seeds(run: Run):
 
 
 def end_iteration(run: Run) -> None:
-    """The shared logs of an update, then a checkpoint when one is due, or the stop after a signal or too many
-    non-finite steps."""
+    """The shared logs of an update, then a checkpoint when due, or the stop (signal, non-finite steps)."""
     args, seeds, stats = run.args, run.seeds, run.stats
     now = time.perf_counter()
     run.timers["wall"] += now - run.wall_mark
@@ -1389,12 +1375,7 @@ FAILED_WRITE_ERRNOS = ("ENOSPC", "EDQUOT", "EFBIG", "EIO")
 
 
 def failed_write(error: BaseException) -> Optional[OSError]:
-    """The OSError of a write that failed, when ``error`` is one or was raised while unwinding from one, else None.
-    A real full disk can make a writer's own error replace the OSError: torch.save's zip writer finishes the archive
-    in its ``__exit__`` and raises RuntimeError ("unexpected pos ..."), the OSError as its ``__context__``. Such a
-    RuntimeError counts when an OSError of FAILED_WRITE_ERRNOS is in its chain; any other is raised as it is."""
-    import errno
-
+    """The OSError of a failed write, ``error`` itself or in a RuntimeError's chain (docs/long-runs.md), else None."""
     if isinstance(error, OSError):
         return error
     failed = {getattr(errno, name) for name in FAILED_WRITE_ERRNOS if hasattr(errno, name)}
@@ -1420,10 +1401,7 @@ class RunWriteError(Exception):
 
 
 def write_failure_line(path: str, error: OSError) -> str:
-    """The line of a failed write: the file, its disk's free space and the command that resumes (nothing logged is
-    lost: a file is replaced only whole, a CSV row appended whole or not at all)."""
-    import shlex
-
+    """The one line of a failed write: the file, its disk's free space and the command that resumes."""
     try:
         free = f"{shutil.disk_usage(os.path.dirname(os.path.abspath(path))).free / 2**20:.1f} MiB free on its disk"
     except OSError:
@@ -1445,9 +1423,7 @@ def writing(path: str):
 
 
 def atomic_write_bytes(path: str, write_fn, name: Optional[str] = None) -> None:
-    """Write a file through a temporary file, fsync and rename, so that it is never half-written. Whatever fails, the
-    temporary file is removed and ``path`` left as it was; a failed write stops the run in one line naming ``name``
-    (default ``path``), any other error is raised as it is."""
+    """Write ``path`` through a temporary file, fsync and rename: never half-written, removed on failure."""
     tmp_path = f"{path}.tmp"
     with writing(name or path):
         try:
@@ -1463,11 +1439,7 @@ def atomic_write_bytes(path: str, write_fn, name: Optional[str] = None) -> None:
 
 
 def quiet_failed_writes_in_writer_threads() -> None:
-    """TensorBoard writes from a thread of its own, and raises a failed write there again in the main thread (at its
-    next point or flush), where it stops the run in one line: threading's traceback of the writer thread is left
-    out. Any other error of any thread is reported as before."""
-    import threading
-
+    """No traceback of TensorBoard's writer thread for a failed write (run_main reports it)."""
     if getattr(threading.excepthook, "quiet_failed_writes", False):
         return
     report = threading.excepthook
@@ -1482,8 +1454,7 @@ def quiet_failed_writes_in_writer_threads() -> None:
 
 
 def arrays_as_tensors(state, places: list, path: tuple = ()):
-    """``state`` with every numpy array replaced by a tensor of the same dtype, shape and bits, the path of each
-    appended to ``places``: the checkpoint file then holds tensors and plain values only."""
+    """``state`` with its numpy arrays as tensors of the same bits, their paths appended to ``places``."""
     if isinstance(state, dict):
         return {key: arrays_as_tensors(value, places, (*path, key)) for key, value in state.items()}
     if isinstance(state, list):
@@ -1495,8 +1466,7 @@ def arrays_as_tensors(state, places: list, path: tuple = ()):
 
 
 def save_checkpoint(run_dir: str, state: dict) -> None:
-    """Write checkpoint.pt whole, the previous one kept as checkpoint.prev.pt; numpy arrays as tensors, listed under
-    "numpy_arrays"."""
+    """Write checkpoint.pt whole, the previous one kept as checkpoint.prev.pt."""
     path = os.path.join(run_dir, "checkpoint.pt")
     places = []
     saved = {**arrays_as_tensors(state, places), "numpy_arrays": places}
@@ -1509,8 +1479,6 @@ def save_checkpoint(run_dir: str, state: dict) -> None:
 
 def read_checkpoint(path: str) -> tuple:
     """(state, None) for a checkpoint this script can resume from, else (None, why not); it runs no code."""
-    import pickle
-
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError:  # what weights_only refuses: a global it would have to import and call
@@ -1527,8 +1495,7 @@ def read_checkpoint(path: str) -> tuple:
 
 
 def group_checkpoints(run_dirs: list) -> tuple:
-    """(each seed's checkpoint at the newest step all seeds hold, or None; [(path, why not)] of seeds with none
-    readable): checkpoint.pt or checkpoint.prev.pt, as a crash between two seeds' writes leaves them."""
+    """(each seed's checkpoint at the newest step all hold, or None; [(path, why not)] of unreadable ones)."""
     by_step, stranded = [], []
     for run_dir in run_dirs:
         states, problems = {}, []
@@ -1548,8 +1515,7 @@ def group_checkpoints(run_dirs: list) -> tuple:
 
 
 def write_checkpoint(run: Run) -> None:
-    """Each seed's checkpoint.pt (a one-seed run's), after its TensorBoard points and states.npz, so a resume drops
-    only what was logged after it."""
+    """Each seed's checkpoint, after its TensorBoard points and states.npz."""
     for k, seed in enumerate(run.seeds):
         with writing(os.path.join(run.run_dirs[seed], "events.out.tfevents.*")):
             run.writers[k].flush()
@@ -1562,8 +1528,7 @@ def write_checkpoint(run: Run) -> None:
 
 
 def csv_lines_to_keep(path: str, header: list, last_step: int) -> Optional[list]:
-    """The lines of a CSV log a resume from ``last_step`` keeps (None: no file), later rows and a torn last line
-    dropped; ValueError naming the file and line when the header or a kept row is not CsvLog's."""
+    """The lines of a CSV log a resume from ``last_step`` keeps (None: no file); ValueError for a bad row."""
     if not os.path.exists(path):
         return None
     with open(path, "rb") as f:
@@ -1625,11 +1590,7 @@ RUN_DIR_LOCKS = {}  # run directory -> its open .lock file (lock_run_dir)
 
 
 def lock_run_dir(run_dir: str) -> None:
-    """One writer per run directory: an flock on ``run_dir/.lock`` for the process's life (the OS frees it however
-    it ends); a second process raises ValueError naming the holder."""
-    import fcntl
-    import socket
-
+    """One writer per run directory: an flock on ``run_dir/.lock`` for the process's life."""
     key = os.path.realpath(run_dir)
     if key in RUN_DIR_LOCKS:  # this process holds it already
         return
@@ -1650,8 +1611,7 @@ def lock_run_dir(run_dir: str) -> None:
 
 
 def read_record(path: str, key: str, remedy: str) -> Optional[dict]:
-    """A run directory's config.json or summary.json (None: no file); ValueError naming it and ``remedy`` when it
-    cannot be read or holds no ``key``."""
+    """A run directory's config.json or summary.json (None: no file); ValueError when it is unreadable."""
     if not os.path.exists(path):
         return None
     try:
@@ -1666,8 +1626,7 @@ def read_record(path: str, key: str, remedy: str) -> Optional[dict]:
 
 
 def prepare_run_dir(args: Args, run_dir: str, config_args: dict) -> None:
-    """Create the run directory and take its lock (one writer; a directory that cannot be written fails here, before
-    any work); refuse a run of another configuration, or with --overwrite delete its outputs."""
+    """Create and lock the run directory; refuse another configuration's run, or delete it with --overwrite."""
     try:
         os.makedirs(run_dir, exist_ok=True)
         lock_run_dir(run_dir)  # before anything is read or deleted: --overwrite never touches a directory in use
@@ -1719,8 +1678,7 @@ def start_run(args: Args, argv: list, notes: tuple = ()) -> Run:
 
 
 def choose_seeds(run: Run) -> None:
-    """The seeds still to train, each writing what a one-seed run writes, their run directories prepared (a finished
-    seed is skipped; exit 0 when none is left)."""
+    """The seeds still to train (a finished one is skipped; exit 0 when none is left), their run directories."""
     args = run.args
     all_seeds = [args.seed + k for k in range(args.num_seeds)]
     run.run_names = {seed: f"{args.env_id}__{args.experiment}__{args.strategy}__{run_tag(args)}__{seed}"
@@ -1750,8 +1708,7 @@ def choose_seeds(run: Run) -> None:
 
 
 def set_up_devices(run: Run, argv: list) -> None:
-    """torch's threads and determinism, the device, and one generator per seed for the initial weights, the action
-    noise and the minibatch permutations (a seed's random draws do not depend on the seeds beside it)."""
+    """torch's threads and determinism, the device, and one generator per seed."""
     args = run.args
     torch.set_num_threads(args.torch_threads)
     if args.torch_deterministic:
@@ -1768,8 +1725,7 @@ def set_up_devices(run: Run, argv: list) -> None:
 
 
 def build(run: Run) -> None:
-    """The simulations, the method's agent (make_agent), and the run's own per-seed state and counters at their
-    initial values."""
+    """The simulations, the method's agent, and the run's per-seed state and counters at their initial values."""
     args, num_seeds = run.args, len(run.seeds)
     # Simulations: seed k's training env i is simulation k * num_envs + i, reset first with seed + i; its evaluation
     # episode i is simulation k * eval_episodes + i of a second batch, reset with seed + 100 + i (paper, Appendix B)
@@ -1794,8 +1750,7 @@ def build(run: Run) -> None:
 
 
 def restore_or_reset(run: Run) -> bool:
-    """Resume every seed from its checkpoint at a common step, else start fresh (an unresumable checkpoint: exit 2
-    unless --overwrite); returns whether it resumed."""
+    """Resume every seed from its checkpoint at a common step, else start fresh; returns whether it resumed."""
     checkpoints, unusable = group_checkpoints([run.run_dirs[seed] for seed in run.seeds])
     if unusable and not run.args.overwrite:  # never discard what such a run logged, nor run what a file carries
         path, problem = unusable[0]
@@ -1820,8 +1775,7 @@ def fresh_start(run: Run) -> None:
 
 
 def resume(run: Run, checkpoints: list) -> None:
-    """Every seed's state from its checkpoint, and its logs cut back to the checkpoint's step; every file is read
-    before any is written (one that cannot be read stops the run, the directory unchanged)."""
+    """Every seed's state from its checkpoint, its logs cut back to that step (all read before any is written)."""
     run.load(checkpoints)
     kept_lines, step = {}, run.global_step
     for k, seed in enumerate(run.seeds):
@@ -1850,8 +1804,7 @@ def resume(run: Run, checkpoints: list) -> None:
 
 
 def open_outputs(run: Run, resumed: bool) -> None:
-    """Each seed's config.json, W&B (--track), TensorBoard writer (a resumed run purges the points logged after its
-    checkpoint), evaluations.csv and plasticity.csv (appended to)."""
+    """Each seed's config.json, W&B (--track), TensorBoard writer, evaluations.csv and plasticity.csv."""
     from torch.utils.tensorboard import SummaryWriter
 
     args, seeds = run.args, run.seeds
@@ -1904,8 +1857,7 @@ def print_header(run: Run, notes: tuple, resumed: bool) -> None:
 
 
 def start_session(run: Run, resumed: bool) -> None:
-    """This process's session: the stop signals, the rollout buffers, the evaluations and checkpoints still due,
-    the clocks and the progress bar; evaluates step 0 of a fresh run."""
+    """The stop signals, rollout buffers, evaluations and checkpoints due, clocks, progress; evaluates step 0."""
     args, num_seeds = run.args, len(run.seeds)
     # SIGTERM (SLURM preemption) and SIGINT (Ctrl-C) stop the run at the next update boundary with a checkpoint
     run.stop_signal = []
@@ -1932,10 +1884,7 @@ def start_session(run: Run, resumed: bool) -> None:
 
 
 def wandb_run_id(run_dir: str) -> str:
-    """The W&B run id of a run directory, kept in wandb_id.txt so that a resumed run continues the same W&B run
-    (written atomically: a start that fails later never leaves a partial id; a file that holds no id is replaced)."""
-    import secrets
-
+    """The W&B run id of a run directory, kept in wandb_id.txt so that a resumed run continues it."""
     path = os.path.join(run_dir, "wandb_id.txt")
     if os.path.exists(path):
         with open(path) as f:
@@ -1956,8 +1905,7 @@ def start_wandb(args: Args, run_dir: str, run_name: str, config: dict) -> None:
 
 
 def finish_run(run: Run) -> int:
-    """After the last iteration: the final checkpoint (the networks for scripts/evaluate.py) and each seed's
-    summary.json when the run finished; logs closed. Returns the exit code."""
+    """The final checkpoint and each seed's summary.json when the run finished; logs closed; the exit code."""
     run.progress.bar.close()
     timers, seeds = run.timers, run.seeds
     timers["wall"] += time.perf_counter() - run.wall_mark
@@ -1992,8 +1940,7 @@ def finish_run(run: Run) -> int:
 
 
 def validate_args(args: Args) -> None:
-    """Reject a bad configuration up front, with a message that names the flag and the valid range (the shared
-    checks, then the method's own: validate_method; tyro has checked the choices of every Literal flag)."""
+    """The shared checks of the flags (then the method's: validate_method); ValueError naming the flag."""
     nonstationary_envs.validate_setting(args.env_id, args.experiment, args.strategy, args.friction_mode)
     schedule_length = len(nonstationary_envs.task_schedule(args.env_id, args.experiment, args.strategy))
     positive = ["steps_per_task", "num_steps", "num_envs", "minibatch_size", "eval_frequency", "eval_episodes",
@@ -2034,8 +1981,7 @@ HELP_GLUE = ("(default:", "Algorithm", "Appendix", "Eq.", "Sec.", "line", "=", "
 
 
 def help_glued(text: str) -> str:
-    """``text`` with a no-break space where --help must not break a line: after HELP_GLUE's words, before an operator
-    or a number, but not after a comma (where tyro breaks anyway); the no-break spaces are printed as spaces."""
+    """``text`` with no-break spaces where --help must not break a line (HELP_GLUE)."""
     tokens = text.split(" ")
     glue = [not before.endswith(",") and (before in HELP_GLUE or token in HELP_GLUE[6:] or re.match(r"-?[0-9]", token))
             for before, token in zip(tokens, tokens[1:])]
@@ -2043,13 +1989,10 @@ def help_glued(text: str) -> str:
 
 
 def readable_tyro_help() -> None:
-    """Patches of tyro 1.0.17's --help: a docstring's paragraph is one line to wrap, no line breaks mid-expression
-    (help_glued), and the description above the box is wrapped."""
+    """Patches of tyro 1.0.17's --help: paragraphs rewrapped, no breaks mid-expression, the description wrapped."""
     import tyro._arguments
     import tyro._backends._tyro_help_formatting as help_formatting
     import tyro._strings
-    import textwrap
-
     def glue(text):
         text._segments = tuple(help_glued(part) if isinstance(part, str) else glue(part) for part in text._segments)
         return text
@@ -2069,8 +2012,6 @@ def readable_tyro_help() -> None:
 
 def tyro_error_line(box: str) -> str:
     """tyro's boxed error as one line: its message, and for an unknown flag the closest of tyro's suggestions."""
-    import difflib
-
     lines = [line.strip("╭╮╰╯│") for line in box.splitlines()[1:]]
     message = " ".join(" ".join(itertools.takewhile(lambda line: not set(line.strip()) <= set("─"), lines)).split())
     if "Perhaps you meant:" in box and (typo := re.search(r"Unrecognized options: (--[\w-]+)", message)):
@@ -2082,8 +2023,7 @@ def tyro_error_line(box: str) -> str:
 
 
 def parse_args(argv: list) -> Args:
-    """The command line as Args, validated (RunConfigError for an unknown flag or a bad value); `--help | head` ends
-    quietly (SIGPIPE's default, as command-line tools do)."""
+    """The command line as validated Args (RunConfigError otherwise); `--help | head` ends quietly."""
     import tyro
 
     readable_tyro_help()
@@ -2106,16 +2046,13 @@ def parse_args(argv: list) -> Args:
 
 
 def run_main(argv: list) -> int:
-    """main(argv)'s exit code, with the one line of a run refused (RunConfigError: 2) or stopped by a failed write
-    (74; also one that TensorBoard's writer thread raised again here, with no file of the run named)."""
+    """main(argv)'s exit code; a refused run (2) or a failed write (74) reported in one line."""
     try:
         return main(argv)
     except RunConfigError as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_INVALID_CONFIG
     except (RunWriteError, OSError) as error:
-        import errno
-
         failed = failed_write(error.__cause__) if isinstance(error, RunWriteError) else error
         if failed is None or not isinstance(error, RunWriteError) and error.errno not in (errno.ENOSPC, errno.EDQUOT):
             raise
