@@ -859,22 +859,20 @@ def map_leaves(fn, *trees):
 
 def seed_slice(state, seed_index: int):
     """Seed ``seed_index``'s part of a stacked state (its seed axis kept, of length 1); other leaves are shared."""
-    def part(x, k=slice(seed_index, seed_index + 1)):
-        if not isinstance(x, (torch.Tensor, np.ndarray)) or x.ndim == 0:
-            return x
-        return x[k].clone() if isinstance(x, torch.Tensor) else x[k].copy()
-
-    return map_leaves(part, state)
+    k = slice(seed_index, seed_index + 1)
+    return map_leaves(lambda x: (x[k].clone() if isinstance(x, torch.Tensor) else x[k].copy()) if stacked(x) else x,
+                      state)
 
 
 def stack_seeds(states: list):
     """The inverse of ``seed_slice``: one stacked state from the per-seed states, in the given order."""
-    def stacked(first, *rest):
-        if not isinstance(first, (torch.Tensor, np.ndarray)) or first.ndim == 0:
-            return first
-        return torch.cat([first, *rest]) if isinstance(first, torch.Tensor) else np.concatenate([first, *rest])
+    return map_leaves(lambda *xs: (torch.cat(xs) if isinstance(xs[0], torch.Tensor) else np.concatenate(xs))
+                      if stacked(xs[0]) else xs[0], *states)
 
-    return map_leaves(stacked, *states)
+
+def stacked(x) -> bool:
+    """Whether a state's leaf has a seed axis (a tensor or an array of at least one dimension)."""
+    return isinstance(x, (torch.Tensor, np.ndarray)) and x.ndim > 0
 
 
 # ---- The run state ----
@@ -1116,12 +1114,9 @@ def evaluate(run: Run, step: int) -> None:
         run.writers[k].add_scalar("eval/episodic_length", lengths[k].mean(), step)
     run.timers["eval"] += time.perf_counter() - eval_start
     run.last_eval_return[:] = returns.mean(axis=1)
-    if len(seeds) == 1:
-        message = f"eval step={step} task={task} return={returns.mean():.1f} +- {returns.std():.1f}"
-    else:
-        message = (f"eval step={step} task={task} return per seed: "
-                   + ", ".join(f"{seed}: {value:.0f}" for seed, value in zip(seeds, run.last_eval_return)))
-    run.progress.write(message, step)
+    run.progress.write(f"eval step={step} task={task} " + (
+        f"return={returns.mean():.1f} +- {returns.std():.1f}" if len(seeds) == 1 else "return per seed: "
+        + ", ".join(f"{seed}: {value:.0f}" for seed, value in zip(seeds, run.last_eval_return))), step)
     if measure_plasticity:
         log_plasticity(run, step, task, visited)
 
@@ -1569,9 +1564,6 @@ class CsvLog:
                 os.ftruncate(self.fd, size)  # no torn row (a shorter file needs no space)
             raise RunWriteError(self.path) from error
 
-    def close(self) -> None:
-        os.close(self.fd)
-
 
 def run_metadata() -> dict:
     """The release (RELEASE), git commit and package versions for config.json."""
@@ -1690,9 +1682,9 @@ def choose_seeds(run: Run) -> None:
     try:
         for seed in all_seeds:
             prepare_run_dir(args, run.run_dirs[seed], run.config_args[seed])
-        remedy = "a run writes it when it has finished, after its final checkpoint: delete it to finish the run from "
+        remedy = "a run writes it when it has finished: delete it to finish the run from its last checkpoint"
         for seed in all_seeds:
-            if read_record(os.path.join(run.run_dirs[seed], "summary.json"), "status", remedy + "its last checkpoint"):
+            if read_record(os.path.join(run.run_dirs[seed], "summary.json"), "status", remedy):
                 print(f"{run.run_dirs[seed]} already holds a finished run (summary.json); nothing to do.")
             else:
                 run.seeds.append(seed)
@@ -1715,11 +1707,9 @@ def set_up_devices(run: Run, argv: list) -> None:
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
         torch.use_deterministic_algorithms(True)
         torch.backends.cudnn.deterministic = True
-    # One CUDA process serves many seeds well and one seed badly (docs/batched-seeds.md): by default CUDA is used
-    # from CUDA_MIN_SEEDS seeds up; an explicit --cuda forces it, --no-cuda forbids it.
-    cuda_forced = "--cuda" in argv
-    use_cuda = args.cuda and torch.cuda.is_available() and (cuda_forced or len(run.seeds) >= CUDA_MIN_SEEDS)
-    # with its index, as config.json records it ("cuda:0"): --cuda only says CUDA may be used
+    # CUDA from CUDA_MIN_SEEDS seeds up (docs/batched-seeds.md); an explicit --cuda forces it, --no-cuda forbids it
+    use_cuda = args.cuda and torch.cuda.is_available() and ("--cuda" in argv or len(run.seeds) >= CUDA_MIN_SEEDS)
+    # with its index, as config.json records it ("cuda:0")
     run.device = torch.device("cuda", torch.cuda.current_device()) if use_cuda else torch.device("cpu")
     run.generators = [torch.Generator().manual_seed(seed) for seed in run.seeds]
 
@@ -1816,7 +1806,12 @@ def open_outputs(run: Run, resumed: bool) -> None:
         atomic_write_bytes(os.path.join(run.run_dirs[seed], "config.json"),
                            lambda f: f.write(json.dumps(config, indent=2).encode()))
     if args.track:  # one seed (validate_args); before the SummaryWriters, which wandb's TensorBoard sync patches
-        start_wandb(args, run.run_dirs[seeds[0]], run.run_names[seeds[0]], run.config_args[seeds[0]])
+        import wandb
+
+        run_dir = run.run_dirs[seeds[0]]
+        wandb.init(project=args.wandb_project_name, entity=args.wandb_entity, sync_tensorboard=True, dir=run_dir,
+                   config=run.config_args[seeds[0]], name=run.run_names[seeds[0]], id=wandb_run_id(run_dir),
+                   resume="allow", group=f"{args.experiment}/{args.env_id}/{args.strategy}", job_type=method_name(args))
     run.writers = []
     quiet_failed_writes_in_writer_threads()
     for seed in seeds:
@@ -1826,10 +1821,8 @@ def open_outputs(run: Run, resumed: bool) -> None:
         for seed, writer in zip(seeds, run.writers):
             writer.add_text("hyperparameters", "|param|value|\n|-|-|\n" + "\n".join(
                 f"|{k}|{v}|" for k, v in run.config_args[seed].items()))
-    run.evaluations_logs = [CsvLog(os.path.join(run.run_dirs[seed], "evaluations.csv"), CSV_LOGS["evaluations.csv"])
-                            for seed in seeds]
-    run.plasticity_logs = [CsvLog(os.path.join(run.run_dirs[seed], "plasticity.csv"), CSV_LOGS["plasticity.csv"])
-                           for seed in seeds]
+    run.evaluations_logs, run.plasticity_logs = ([CsvLog(os.path.join(run.run_dirs[seed], name), CSV_LOGS[name])
+                                                  for seed in seeds] for name in CSV_LOGS)
 
 
 def print_header(run: Run, notes: tuple, resumed: bool) -> None:
@@ -1851,9 +1844,8 @@ def print_header(run: Run, notes: tuple, resumed: bool) -> None:
               f"{args.steps_per_task} steps, too few for a curve; --eval-frequency {every} gives 10")
     for seed in seeds:
         print(f"  writes {run.run_dirs[seed]}")
-    if resumed:
-        for seed in seeds:
-            print(f"resuming {run.run_dirs[seed]} from global_step {run.global_step} (task {run.task_index})")
+    for seed in seeds if resumed else ():
+        print(f"resuming {run.run_dirs[seed]} from global_step {run.global_step} (task {run.task_index})")
 
 
 def start_session(run: Run, resumed: bool) -> None:
@@ -1895,15 +1887,6 @@ def wandb_run_id(run_dir: str) -> str:
     return wandb_id
 
 
-def start_wandb(args: Args, run_dir: str, run_name: str, config: dict) -> None:
-    """--track: one W&B run per run directory (resumed under the same id), mirroring its TensorBoard logs."""
-    import wandb
-
-    wandb.init(project=args.wandb_project_name, entity=args.wandb_entity, sync_tensorboard=True, config=config,
-               name=run_name, id=wandb_run_id(run_dir), resume="allow", dir=run_dir,
-               group=f"{args.experiment}/{args.env_id}/{args.strategy}", job_type=method_name(args))
-
-
 def finish_run(run: Run) -> int:
     """The final checkpoint and each seed's summary.json when the run finished; logs closed; the exit code."""
     run.progress.bar.close()
@@ -1925,7 +1908,7 @@ def finish_run(run: Run) -> int:
               f"SPS {summary['group_train_sps']:.0f} ({summary['train_sps']:.0f} per seed), "
               f"eval {timers['eval']:.1f} s")
     for log in run.evaluations_logs + run.plasticity_logs:
-        log.close()
+        os.close(log.fd)
     for writer, seed in zip(run.writers, seeds):
         with writing(os.path.join(run.run_dirs[seed], "events.out.tfevents.*")):
             writer.close()

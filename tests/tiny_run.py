@@ -85,6 +85,9 @@ PRELOADED_MODULES = ("numpy", "torch", "torch.nn", "torch.nn.functional", "torch
                      "torch._inductor.config")
 FRESH_ENVIRONMENT_PREFIXES = ("PYTHON", "OMP_", "GOMP_", "KMP_", "MKL_", "OPENBLAS_", "LD_", "CUDA", "TORCH",
                               "MUJOCO", "NUMPY", "TINY_RUN_FRESH")
+# set by torch itself (torch.use_deterministic_algorithms imports inductor, which sets its default cache directory):
+# a test that starts a run in its own process sets it there, and it must not send every later run to a fresh interpreter
+SET_BY_TORCH = ("TORCHINDUCTOR_CACHE_DIR",)
 
 
 class PreloadedProcess:
@@ -193,7 +196,8 @@ class PreloadedPython:
         """Whether a run with environment ``env`` may start here: equal to the server's in every variable that
         the preloaded modules read at import."""
         def import_time(environment):
-            return {key: value for key, value in environment.items() if key.startswith(FRESH_ENVIRONMENT_PREFIXES)}
+            return {key: value for key, value in environment.items()
+                    if key.startswith(FRESH_ENVIRONMENT_PREFIXES) and key not in SET_BY_TORCH}
         return import_time(env) == import_time(self.environment)
 
 

@@ -374,7 +374,7 @@ def test_states_npz_and_a_csv_row_on_a_full_disk(small_disk):
             log.write([step, 1.0 / 3.0])
             logged = open(path, "rb").read()
             step += 8
-    log.close()
+    os.close(log.fd)
     free_space(small_disk)
     assert ppo.failed_write(stopped.value.__cause__) is not None
     assert open(path, "rb").read() == logged and len(logged) <= 4096 and logged.endswith(b"\r\n")

@@ -260,7 +260,7 @@ def test_a_csv_row_that_fills_the_disk_is_not_left_torn(tmp_path, monkeypatch):
     with pytest.raises(ppo.RunWriteError) as stopped:
         log.write([256, 2.5])
     monkeypatch.undo()
-    log.close()
+    os.close(log.fd)
     assert ppo.failed_write(stopped.value.__cause__) is not None and logged == b"global_step,return_mean\r\n128,1.5\r\n"
     assert path.read_bytes() == logged
     assert f"could not write {path}" in stopped_line(stopped)
