@@ -823,8 +823,7 @@ def _notes(summary: MetricSummary) -> list[str]:
     if excluded:
         notes.append(
             f"{METRIC_LABELS[summary.metric]}: averages and rankings use only the settings where every method has "
-            "results; "
-            f"left out: {', '.join(map(str, excluded))}"
+            f"results; left out: {', '.join(map(str, excluded))}"
         )
     untested = sorted({(str(s), m) for (s, m), c in summary.cells.items()
                        if not c.best and c.p_value is not None and math.isnan(c.p_value)})
@@ -1132,8 +1131,8 @@ def csv_rows(runs: list[RunRecord], paper: dict | None = None, split_by_config: 
                 rows.append({
                     "experiment": experiment, "metric": metric, "row": "cell", "env": setting.env,
                     "strategy": setting.strategy, "method": method, "n": cell.n, "mean": cell.mean, "se": cell.se,
-                    "best": cell.best,
-                    "not_significantly_worse": cell.not_worse, "p_value": "" if cell.p_value is None else cell.p_value,
+                    "best": cell.best, "not_significantly_worse": cell.not_worse,
+                    "p_value": "" if cell.p_value is None else cell.p_value,
                     "paper_mean": paper_value[0], "paper_se": paper_value[1],
                 })  # fmt: skip
             if not summary.comparable:
@@ -1241,10 +1240,9 @@ def render_robust_markdown(robust: list[tuple[str, list[RobustSummary]]], option
         if few:
             out += [few, ""]
         out.append(
-            "IQM: mean of the seeds left after cutting the lowest and highest quarter (floor(n/4) each; "
-            "the plain mean for n < 4); "
-            f"[95% CI]: 2.5 and 97.5 percentiles of the IQM over {options.reps} bootstrap resamples of the seeds "
-            f"(numpy seed {options.seed}). "
+            "IQM: mean of the seeds left after cutting the lowest and highest quarter (floor(n/4) each; the plain mean "
+            f"for n < 4); [95% CI]: 2.5 and 97.5 percentiles of the IQM over {options.reps} bootstrap resamples of the "
+            f"seeds (numpy seed {options.seed}). "
             "Aggregate IQM: the IQM of all runs of a method over the settings where every method has results, "
             "resampled within each setting (stratified bootstrap; Agarwal et al. 2021)."
         )
