@@ -86,7 +86,8 @@ def main() -> None:
         parser.error(f"--num-seeds must be >= 1, got {args.num_seeds}")
     summary = run_training(args.script, args.env_id, args.steps, args.num_seeds, script_args)
     seconds_per_eval = summary["eval_time_s"] / summary["evaluations"]
-    paper_evals_per_task = PAPER_STEPS_PER_TASK // PAPER_EVAL_FREQUENCY + (PAPER_STEPS_PER_TASK % PAPER_EVAL_FREQUENCY > 0)
+    paper_evals_per_task = (PAPER_STEPS_PER_TASK // PAPER_EVAL_FREQUENCY
+                            + (PAPER_STEPS_PER_TASK % PAPER_EVAL_FREQUENCY > 0))
     paper_train_seconds_per_task = PAPER_STEPS_PER_TASK / summary["train_sps"]
     eval_overhead = paper_evals_per_task * seconds_per_eval / paper_train_seconds_per_task
     print(f"script           {args.script} {' '.join(script_args)}")

@@ -243,7 +243,8 @@ def format_markdown(rows: list[RunCoverage], summary: list[MethodCoverage], grid
     for row in rows:
         info = row.info
         seed_text = UNKNOWN if info.seed is None else info.seed
-        lines.append(f"| {info.setting} | {info.method} | {seed_text} | {row.states} | {row.coverage:.2f} | {info.run_dir} |")
+        lines.append(f"| {info.setting} | {info.method} | {seed_text} | {row.states} | {row.coverage:.2f} "
+                     f"| {info.run_dir} |")
     lines += [
         "",
         "## Coverage per method (mean ± standard error over runs)",

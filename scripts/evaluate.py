@@ -80,7 +80,8 @@ def main() -> None:
     parser.add_argument("run_dir", help="a run directory holding config.json and checkpoint.pt")
     parser.add_argument("--task", type=int, default=0, help="task index of the run's schedule (default 0)")
     parser.add_argument("--episodes", type=int, default=10, help="evaluation episodes (default 10)")
-    parser.add_argument("--seed", type=int, default=None, help="training seed whose +100 seeds the envs (default: the run's)")
+    parser.add_argument("--seed", type=int, default=None,
+                        help="training seed whose +100 seeds the envs (default: the run's)")
     args = parser.parse_args()
     try:
         result = evaluate_run(args.run_dir, args.task, args.episodes, args.seed)

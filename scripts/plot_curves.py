@@ -43,7 +43,8 @@ else:  # run as python scripts/plot_curves.py
     import runlist
     import summarize
 
-PLASTICITY_METRICS = {"effective_rank": "effective rank", "stable_rank": "stable rank", "dormant_percent": "dormant units (%)"}
+PLASTICITY_METRICS = {"effective_rank": "effective rank", "stable_rank": "stable rank",
+                      "dormant_percent": "dormant units (%)"}
 LINE_STYLES = ["--", ":", "-.", "-"]
 # The paper's colours of its methods (eppo-paper.tex's \definecolor lines; CB has none there, so matplotlib's
 # brown); other methods take OTHER_COLORS in turn.
@@ -151,7 +152,8 @@ def legend_label(method: str, runs: list[summarize.RunRecord], decimals: int) ->
     aulc_mean, aulc_se = summarize.mean_se(r.aulc for r in runs)
     final_mean, final_se = summarize.mean_se(r.final_return for r in runs)
     n = summarize._number
-    return f"{method}: {n(aulc_mean, decimals)} ± {n(aulc_se, decimals)}, {n(final_mean, decimals)} ± {n(final_se, decimals)}"
+    return (f"{method}: {n(aulc_mean, decimals)} ± {n(aulc_se, decimals)}, "
+            f"{n(final_mean, decimals)} ± {n(final_se, decimals)}")
 
 
 def read_plasticity(run_dir: str) -> list[dict]:
@@ -214,7 +216,8 @@ def plot_seeds(setting, cells: dict[str, list[summarize.RunRecord]], out: str, f
         steps, returns = seed_curves(runs)
         for run, curve in zip(runs, returns):
             ax.plot(steps, curve, color=color, linewidth=0.7, alpha=0.45)
-            ax.annotate(str(run.seed), (steps[-1], curve[-1]), xytext=(2, 0), textcoords="offset points", fontsize=6, color=color, va="center")
+            ax.annotate(str(run.seed), (steps[-1], curve[-1]), xytext=(2, 0), textcoords="offset points", fontsize=6,
+                        color=color, va="center")
         ax.plot(steps, returns.mean(axis=0), color=color, linewidth=2.2, label="mean")
         ax.set(title=f"{method} ({seeds_words([len(runs)])})", xlabel="environment steps")
         ax.xaxis.set_major_formatter(steps_formatter(steps[-1]))
@@ -224,12 +227,14 @@ def plot_seeds(setting, cells: dict[str, list[summarize.RunRecord]], out: str, f
     title = f"{setting_title(setting)}: every seed (thin, its number at its end) and the mean (thick)"
     figure.suptitle(title)
     figure.tight_layout()
-    written = _save(figure, out, f"{setting.experiment}_{setting.env}_{setting.strategy}_seeds", formats, {"Title": title})
+    written = _save(figure, out, f"{setting.experiment}_{setting.env}_{setting.strategy}_seeds", formats,
+                    {"Title": title})
     plt.close(figure)
     return written
 
 
-def plot_profiles(setting, cells: dict[str, list[summarize.RunRecord]], out: str, formats: list[str], reps: int, seed: int) -> list[str]:
+def plot_profiles(setting, cells: dict[str, list[summarize.RunRecord]], out: str, formats: list[str], reps: int,
+                  seed: int) -> list[str]:
     """<stem>_profile: performance profiles (Agarwal et al. 2021): per metric, the fraction of a method's runs
     whose AULC (Final Return) is > tau, against tau, with a 95% bootstrap interval over the seeds."""
     import matplotlib.pyplot as plt
@@ -240,16 +245,19 @@ def plot_profiles(setting, cells: dict[str, list[summarize.RunRecord]], out: str
         ax = axes[0][col]
         taus = profile_taus(cells, metric)
         for k, (method, runs) in enumerate(cells.items()):
-            fraction, low, high = summarize.performance_profile([[getattr(r, metric) for r in runs]], taus, reps=reps, seed=seed)
+            fraction, low, high = summarize.performance_profile([[getattr(r, metric) for r in runs]], taus, reps=reps,
+                                                                seed=seed)
             ax.plot(taus, fraction, LINE_STYLES[k % len(LINE_STYLES)], color=colors[method], linewidth=1.8,
                     label=f"{method} (n = {len(runs)})")  # fmt: skip
             ax.fill_between(taus, low, high, color=colors[method], alpha=0.12, linewidth=0)
-        ax.set(xlabel=f"{summarize.METRIC_LABELS[metric]} threshold τ", ylabel="fraction of runs with score > τ", ylim=(-0.02, 1.02))
+        ax.set(xlabel=f"{summarize.METRIC_LABELS[metric]} threshold τ", ylabel="fraction of runs with score > τ",
+               ylim=(-0.02, 1.02))
         ax.grid(alpha=0.3)
     handles, names = axes[0][0].get_legend_handles_labels()
     figure.legend(handles, names, loc="lower center", ncol=min(len(names), 4), frameon=False, fontsize="small")
     counts = [len(runs) for runs in cells.values()]
-    title = f"{setting_title(setting, counts)}: performance profiles (95% bootstrap intervals over seeds, {reps} resamples)"
+    title = (f"{setting_title(setting, counts)}: performance profiles "
+             f"(95% bootstrap intervals over seeds, {reps} resamples)")
     few = summarize.few_seeds_note(counts, "these intervals")
     figure.suptitle(title + (f"\n{few}" if few else ""), fontsize="medium")
     figure.tight_layout(rect=(0, 0.06 * (1 + (len(names) - 1) // 4), 1, 1))
@@ -272,18 +280,20 @@ def curves_figure(setting, cells: dict[str, list[summarize.RunRecord]], decimals
         colors = method_colors(cells)
         for k, (method, runs) in enumerate(cells.items()):
             steps, mean, se = mean_curve(runs)
-            axes.plot(steps, mean, LINE_STYLES[k % len(LINE_STYLES)], color=colors[method], linewidth=1.4 if paper_layout else 1.8,
-                      label=legend_label(method, runs, decimals))  # fmt: skip
+            axes.plot(steps, mean, LINE_STYLES[k % len(LINE_STYLES)], color=colors[method],
+                      linewidth=1.4 if paper_layout else 1.8, label=legend_label(method, runs, decimals))  # fmt: skip
             axes.fill_between(steps, mean - se, mean + se, color=colors[method], alpha=0.2, linewidth=0)
         title = setting_title(setting, [len(runs) for runs in cells.values()])
         axes.set_title(title, fontsize=fontsize + 1 if fontsize else None)
-        axes.set(xlabel="environment steps", ylabel="evaluation return", xlim=(0, any_run.num_tasks * any_run.steps_per_task))
+        axes.set(xlabel="environment steps", ylabel="evaluation return",
+                 xlim=(0, any_run.num_tasks * any_run.steps_per_task))
         axes.xaxis.set_major_formatter(steps_formatter(any_run.num_tasks * any_run.steps_per_task))
         axes.grid(alpha=0.3)
         legend_title = "AULC, Final Return (mean ± se over seeds)"
         if paper_layout:  # inside, where the curves are not: below them after the first task's rise
-            axes.legend(title=legend_title, loc="lower right", ncol=2, fontsize=fontsize - 2, title_fontsize=fontsize - 2,
-                        framealpha=0.85, borderaxespad=0.3, handlelength=2.2, columnspacing=1.0)  # fmt: skip
+            axes.legend(title=legend_title, loc="lower right", ncol=2, fontsize=fontsize - 2,
+                        title_fontsize=fontsize - 2, framealpha=0.85, borderaxespad=0.3, handlelength=2.2,
+                        columnspacing=1.0)  # fmt: skip
             low, high = axes.get_ylim()
             ticks = [tick for tick in axes.get_yticks() if low <= tick <= high]
             axes.set_ylim(low - 0.45 * (high - low), high)  # room for the legend under the curves
@@ -295,7 +305,8 @@ def curves_figure(setting, cells: dict[str, list[summarize.RunRecord]], decimals
 
 
 def plot_setting(setting, cells: dict[str, list[summarize.RunRecord]], out: str, formats: list[str], decimals: int,
-                 reps: int = summarize.BOOTSTRAP_REPS, seed: int = 0, paper_layout: bool = False) -> list[str]:  # fmt: skip
+                 reps: int = summarize.BOOTSTRAP_REPS, seed: int = 0,
+                 paper_layout: bool = False) -> list[str]:  # fmt: skip
     import matplotlib.pyplot as plt
 
     stem = f"{setting.experiment}_{setting.env}_{setting.strategy}"
@@ -317,7 +328,8 @@ def plot_setting(setting, cells: dict[str, list[summarize.RunRecord]], out: str,
         for col, (metric, label) in enumerate(PLASTICITY_METRICS.items()):
             data, names = [], []
             for method, runs in cells.items():
-                values = [task_end_plasticity(plasticity[method][r.run_dir], r.steps_per_task, r.num_tasks, network) for r in runs]
+                values = [task_end_plasticity(plasticity[method][r.run_dir], r.steps_per_task, r.num_tasks, network)
+                          for r in runs]
                 values = [v[metric] for v in values if v is not None]
                 if values:
                     data.append(values)
@@ -329,7 +341,8 @@ def plot_setting(setting, cells: dict[str, list[summarize.RunRecord]], out: str,
                            meanprops={"color": "red", "linestyle": "-"})  # fmt: skip
                 ax.set_xticks(range(1, len(names) + 1), names, rotation=30)
             ax.set_title(f"{network}: {label}", fontsize="medium")
-    title = f"{setting_title(setting)}: plasticity averaged over the task ends (a box: the seeds; black: median, red: mean)"
+    title = (f"{setting_title(setting)}: plasticity averaged over the task ends "
+             "(a box: the seeds; black: median, red: mean)")
     figure.suptitle(title)
     figure.tight_layout()
     written += _save(figure, out, f"{stem}_plasticity_box", formats, {"Title": title})
@@ -341,7 +354,8 @@ def plot_setting(setting, cells: dict[str, list[summarize.RunRecord]], out: str,
             ax = axes[row_index][col]
             colors = method_colors(cells)
             for k, (method, runs) in enumerate(cells.items()):
-                series = [[(r["global_step"], r[metric]) for r in plasticity[method][run.run_dir] if r["network"] == network] for run in runs]
+                series = [[(r["global_step"], r[metric]) for r in plasticity[method][run.run_dir]
+                           if r["network"] == network] for run in runs]
                 series = [s for s in series if s]
                 if not series or len({tuple(step for step, _ in s) for s in series}) != 1:
                     continue  # absent, or runs measured at different steps
@@ -349,11 +363,13 @@ def plot_setting(setting, cells: dict[str, list[summarize.RunRecord]], out: str,
                 values = np.array([[value for _, value in s] for s in series])
                 mean = values.mean(axis=0)
                 se = values.std(axis=0, ddof=1) / np.sqrt(len(values)) if len(values) > 1 else np.zeros_like(mean)
-                ax.plot(steps, mean, LINE_STYLES[k % len(LINE_STYLES)], color=colors[method], marker="o", markersize=3, label=method)
+                ax.plot(steps, mean, LINE_STYLES[k % len(LINE_STYLES)], color=colors[method], marker="o", markersize=3,
+                        label=method)
                 ax.fill_between(steps, mean - se, mean + se, color=colors[method], alpha=0.2, linewidth=0)
             ax.set_title(f"{network}: {label}", fontsize="medium")
             ax.set_xlabel("environment steps")
-            ax.xaxis.set_major_formatter(steps_formatter(max(r.num_tasks * r.steps_per_task for runs in cells.values() for r in runs)))
+            ax.xaxis.set_major_formatter(steps_formatter(max(r.num_tasks * r.steps_per_task
+                                                             for runs in cells.values() for r in runs)))
     handles, names = axes[0][0].get_legend_handles_labels()
     figure.legend(handles, names, loc="lower center", ncol=min(len(names), 7), frameon=False, fontsize="small")
     title = f"{setting_title(setting)}: plasticity over training (mean ± se over seeds)"
@@ -372,7 +388,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--methods", help="comma list of methods to draw (default: all found)")
     parser.add_argument("--formats", default="png,pdf", help="comma list of file formats (default png,pdf)")
     parser.add_argument("--bootstrap-reps", type=int, default=summarize.BOOTSTRAP_REPS,
-                        help=f"bootstrap resamples of the performance profiles' intervals (default {summarize.BOOTSTRAP_REPS})")  # fmt: skip
+                        help="bootstrap resamples of the performance profiles' intervals "
+                             f"(default {summarize.BOOTSTRAP_REPS})")  # fmt: skip
     parser.add_argument("--bootstrap-seed", type=int, default=0, help="seed of that resampling (default 0)")
     parser.add_argument("--split-by-config", action="store_true",
                         help="draw each group of runs whose flags differ as its own method (as summarize.py's)")

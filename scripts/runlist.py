@@ -50,7 +50,8 @@ KAPPA_COLUMNS = {"EPPO_cor": "kappa_cor", "EPPO_ind": "kappa_ind"}
 ENV_IDS = {"Ant": "Ant-v5", "HalfCheetah": "HalfCheetah-v5"}
 EXPERIMENTS = ("slippery", "paralysis")
 # Flags the run list sets itself; passing them as extra flags would silently fight the layout.
-RESERVED_FLAGS = ("--run-dir", "--seed", "--num-seeds", "--env-id", "--experiment", "--strategy", "--variant", "--kappa")
+RESERVED_FLAGS = ("--run-dir", "--seed", "--num-seeds", "--env-id", "--experiment", "--strategy", "--variant",
+                  "--kappa")
 
 
 class RunListError(ValueError):
@@ -149,7 +150,8 @@ def parse_seeds(spec: str) -> list[int]:
         try:
             values = range(int(start), int(end) + 1) if dash else [int(start)]
         except ValueError:
-            raise RunListError(f"invalid --seeds {spec!r}: use non-negative integers and ranges like 1-15 or 1,2,5-7") from None
+            raise RunListError(f"invalid --seeds {spec!r}: use non-negative integers and ranges like 1-15 "
+                               "or 1,2,5-7") from None
         if not values:
             raise RunListError(f"seed range {part.strip()!r} is empty (end < start)")
         for seed in values:
@@ -194,7 +196,8 @@ def select_settings(
         for item in _split_list(settings):
             parts = item.split("/")
             if len(parts) != 3:
-                raise RunListError(f"invalid setting {item!r}: use experiment/env/strategy, e.g. paralysis/HalfCheetah/back-one")
+                raise RunListError(f"invalid setting {item!r}: use experiment/env/strategy, "
+                                   "e.g. paralysis/HalfCheetah/back-one")
             experiment, env, strategy = parts
             if experiment not in EXPERIMENTS:
                 raise RunListError(f"unknown experiment {experiment!r} in {item!r}; valid: {', '.join(EXPERIMENTS)}")
@@ -243,7 +246,8 @@ def parse_kappa_grid(specs: list[str]) -> dict[str, list[float]]:
     for spec in specs:
         method, sep, values = spec.partition("=")
         if not sep or method not in KAPPA_COLUMNS:
-            raise RunListError(f"invalid --kappa-grid {spec!r}: use METHOD=K1,K2,... with METHOD in {', '.join(KAPPA_COLUMNS)}")
+            raise RunListError(f"invalid --kappa-grid {spec!r}: use METHOD=K1,K2,... "
+                               f"with METHOD in {', '.join(KAPPA_COLUMNS)}")
         try:
             grid[method] = [float(v) for v in _split_list(values)]
         except ValueError:
@@ -291,12 +295,14 @@ def build_runs(
         raise RunListError("empty run list: need at least one method, setting and seed")
     for flag in extra_args:
         if flag.split("=", 1)[0] in RESERVED_FLAGS:
-            raise RunListError(f"extra flag {flag!r} is set by the sweep itself; reserved: {', '.join(RESERVED_FLAGS)} (use --kappa for kappa)")
+            raise RunListError(f"extra flag {flag!r} is set by the sweep itself; "
+                               f"reserved: {', '.join(RESERVED_FLAGS)} (use --kappa for kappa)")
     if kappa_grid:
         if kappa is not None:
             raise RunListError("--kappa and --kappa-grid are exclusive")
         if set(methods) - set(kappa_grid):
-            raise RunListError(f"with --kappa-grid every method needs a grid; missing: {', '.join(sorted(set(methods) - set(kappa_grid)))}")
+            raise RunListError(f"with --kappa-grid every method needs a grid; "
+                               f"missing: {', '.join(sorted(set(methods) - set(kappa_grid)))}")
     if kappa_table is None:
         kappa_table = read_kappa_table()
     runs: list[Run] = []
@@ -314,7 +320,8 @@ def build_runs(
             for k in kappas:
                 base = os.path.join(root, f"kappa{format_kappa(k)}") if kappa_grid else root
                 kappa_flags = ("--kappa", format_kappa(k)) if k is not None else ()
-                todo = [seed for seed in seeds if not (pending_only and is_finished(run_dir(base, setting, method, seed)))]
+                todo = [seed for seed in seeds
+                        if not (pending_only and is_finished(run_dir(base, setting, method, seed)))]
                 for pack in seed_packs(todo, seeds_per_process):
                     directory = run_dir(base, setting, method, pack[0])
                     seed_flags = ("--seed", str(pack[0]), "--run-dir", directory) if len(pack) == 1 else (
@@ -338,7 +345,8 @@ def is_finished(directory: str) -> bool:
 def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="runlist.py",
-        description="Run selection (shared by sweep.sh, slurm_sweep.sh, grid_search_kappa.sh). Prints RUN_DIR<TAB>COMMAND lines.",
+        description="Run selection (shared by sweep.sh, slurm_sweep.sh, grid_search_kappa.sh). "
+                    "Prints RUN_DIR<TAB>COMMAND lines.",
         epilog="Everything after `--` is passed to every run, e.g. -- --steps-per-task 100000 --track",
     )
     parser.add_argument("--methods", default="PPO", help=f"comma list of {', '.join(METHODS)}, or the method_name of "
@@ -358,7 +366,8 @@ def make_parser() -> argparse.ArgumentParser:
         "--kappa-grid", action="append", default=[], metavar="METHOD=K1,K2",
         help="run every kappa of the list (repeatable); dirs <root>/kappa<K>/...",
     )  # fmt: skip
-    parser.add_argument("--scripts-dir", default=REPO_ROOT, help="directory holding the algorithm scripts (default: repo root)")
+    parser.add_argument("--scripts-dir", default=REPO_ROOT,
+                        help="directory holding the algorithm scripts (default: repo root)")
     # Used by the shell scripts, not by people: hidden from --help.
     parser.add_argument("--pending", action="store_true", help=argparse.SUPPRESS)  # only runs without summary.json
     parser.add_argument("--show-root", action="store_true", help=argparse.SUPPRESS)  # print the absolute --root, exit

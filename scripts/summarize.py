@@ -22,12 +22,12 @@ each method's rank by cell mean (1 = highest; ties share the average rank). Both
 settings in which every method of the table has results, so that methods are compared on the same
 settings, and appear only with more than one such setting (the average of one setting repeats it; likewise an
 environment's Average row). Below 5 seeds per cell (FEW_SEEDS) a note under the table says that its t-tests,
-and --robust's bootstrap intervals, mean little there. Runs that did not finish (no summary.json), lack evaluation rows or have no usable config.json
-are listed separately and never averaged. The runs of one cell must agree in every key of config.json but
-the bookkeeping ones (BOOKKEEPING_KEYS: seed, run directory, threads, device, tracking, ...): otherwise the
-tool stops (exit 2) with one line per group of runs that agree, or with --split-by-config shows each group
-as its own column. Output: Markdown into a file or a pipe, plain text (no Markdown or HTML) on a terminal,
-or --format markdown|text|csv|latex.
+and --robust's bootstrap intervals, mean little there. Runs that did not finish (no summary.json), lack evaluation
+rows or have no usable config.json are listed separately and never averaged. The runs of one cell must agree in
+every key of config.json but the bookkeeping ones (BOOKKEEPING_KEYS: seed, run directory, threads, device,
+tracking, ...): otherwise the tool stops (exit 2) with one line per group of runs that agree, or with
+--split-by-config shows each group as its own column. Output: Markdown into a file or a pipe, plain text (no
+Markdown or HTML) on a terminal, or --format markdown|text|csv|latex.
 
 Robust statistics (--robust, Markdown, text and CSV; docs/statistics.md): the paper's tables stay as they are,
 and the aggregate statistics that Agarwal et al. 2021 ("Deep RL at the edge of the statistical precipice")
@@ -154,7 +154,8 @@ def expected_evaluations(steps_per_task: int, num_tasks: int, eval_frequency: in
     """(global_step, task evaluated) of every evaluation the CONTRACT prescribes: step 0, every
     eval_frequency steps, and the last step of every task; a step evaluates the task it ended."""
     total = steps_per_task * num_tasks
-    steps = {0, *range(eval_frequency, total + 1, eval_frequency), *(steps_per_task * (i + 1) for i in range(num_tasks))}
+    steps = {0, *range(eval_frequency, total + 1, eval_frequency),
+             *(steps_per_task * (i + 1) for i in range(num_tasks))}
     return [(step, max(step - 1, 0) // steps_per_task) for step in sorted(steps)]
 
 
@@ -179,7 +180,8 @@ def final_return(evaluations: list[Evaluation], steps_per_task: int, num_tasks: 
     return float(np.mean(task_end_returns(evaluations, steps_per_task, num_tasks)))
 
 
-def evaluation_problems(evaluations: list[Evaluation], steps_per_task: int, num_tasks: int, eval_frequency: int) -> list[str]:
+def evaluation_problems(evaluations: list[Evaluation], steps_per_task: int, num_tasks: int,
+                        eval_frequency: int) -> list[str]:
     """Differences between the logged and the prescribed evaluations (empty list = complete)."""
     expected = expected_evaluations(steps_per_task, num_tasks, eval_frequency)
     logged = [(e.global_step, e.task) for e in evaluations]
@@ -192,7 +194,8 @@ def evaluation_problems(evaluations: list[Evaluation], steps_per_task: int, num_
         problems.append(f"{len(missing)} of {len(expected)} evaluation rows missing (steps {shown})")
     unexpected = sorted(set(logged) - set(expected))
     if unexpected:
-        problems.append(f"{len(unexpected)} unexpected evaluation rows (first: step {unexpected[0][0]}, task {unexpected[0][1]})")
+        problems.append(f"{len(unexpected)} unexpected evaluation rows "
+                        f"(first: step {unexpected[0][0]}, task {unexpected[0][1]})")
     nonfinite = [e.global_step for e in evaluations if not math.isfinite(e.return_mean)]
     if nonfinite:
         problems.append(f"non-finite return_mean at step(s) {nonfinite[:5]}")
@@ -204,7 +207,8 @@ def evaluation_problems(evaluations: list[Evaluation], steps_per_task: int, num_
 
 def read_evaluations(path: str) -> list[Evaluation]:
     with open(path, newline="") as f:
-        return [Evaluation(int(row["global_step"]), int(row["task"]), float(row["return_mean"])) for row in csv.DictReader(f)]
+        return [Evaluation(int(row["global_step"]), int(row["task"]), float(row["return_mean"]))
+                for row in csv.DictReader(f)]
 
 
 def identity_from_path(run_dir: str) -> tuple[runlist.Setting, str, int] | None:
@@ -275,11 +279,13 @@ def load_run(run_dir: str) -> RunRecord:
             record.num_tasks = None if num_tasks is None else int(num_tasks)
         except (KeyError, TypeError, ValueError) as error:
             record.problems.append(f"config.json lacks a valid {error}")
-        if any(value is not None and value < 1 for value in (record.steps_per_task, record.eval_frequency, record.num_tasks)):
+        if any(value is not None and value < 1
+               for value in (record.steps_per_task, record.eval_frequency, record.num_tasks)):
             record.problems.append("config.json: steps_per_task, eval_frequency and num_tasks must be positive")
             record.steps_per_task = record.eval_frequency = record.num_tasks = None
         script, method, kappa = config.get("script", ""), config.get("method"), args.get("kappa")
-        if not isinstance(script, str) or not isinstance(method, (str, type(None))) or not isinstance(args.get("variant"), (str, type(None))):
+        if (not isinstance(script, str) or not isinstance(method, (str, type(None)))
+                or not isinstance(args.get("variant"), (str, type(None)))):
             record.problems.append("malformed config.json (script, method or variant not a string)")
         else:
             record.method = method or runlist.method_for_script(script, args.get("variant"))
@@ -295,7 +301,8 @@ def load_run(run_dir: str) -> RunRecord:
     if record.kappa is None:
         record.kappa = kappa_from_path(run_dir)
     if record.setting is None or record.method is None or record.seed is None:
-        record.problems.append("cannot tell setting/method/seed (no config.json and not <experiment>/<env>/<strategy>/<method>/seed<k>)")
+        record.problems.append("cannot tell setting/method/seed "
+                               "(no config.json and not <experiment>/<env>/<strategy>/<method>/seed<k>)")
 
     summary_path = os.path.join(run_dir, "summary.json")
     if not os.path.isfile(summary_path):
@@ -314,9 +321,11 @@ def load_run(run_dir: str) -> RunRecord:
         return record
     if record.steps_per_task is None or record.eval_frequency is None or record.num_tasks is None:
         if config is not None and not any(p.startswith("config.json") for p in record.problems):  # else said above
-            record.problems.append("no steps_per_task/num_tasks/eval_frequency (config.json): cannot check rows or compute Final Return")
+            record.problems.append("no steps_per_task/num_tasks/eval_frequency (config.json): "
+                                   "cannot check rows or compute Final Return")
         return record
-    record.problems.extend(evaluation_problems(record.evaluations, record.steps_per_task, record.num_tasks, record.eval_frequency))
+    record.problems.extend(evaluation_problems(record.evaluations, record.steps_per_task, record.num_tasks,
+                                               record.eval_frequency))
     if record.complete:
         record.aulc = aulc(record.evaluations)
         record.final_return = final_return(record.evaluations, record.steps_per_task, record.num_tasks)
@@ -353,7 +362,8 @@ def experiment_order(experiments) -> list[str]:
 def setting_order(settings) -> list[runlist.Setting]:
     """The paper's order: experiment, env, strategy (unknown names last, alphabetically)."""
     strategies = [s.strategy for s in runlist.paper_settings()]  # the paper's table order (Tables 1 and 3)
-    key = lambda s: (_position(s.experiment, runlist.EXPERIMENTS), _position(s.env, ENV_ORDER), _position(s.strategy, strategies))  # noqa: E731
+    key = lambda s: (_position(s.experiment, runlist.EXPERIMENTS), _position(s.env, ENV_ORDER),  # noqa: E731
+                     _position(s.strategy, strategies))
     return sorted(set(settings), key=key)
 
 
@@ -388,7 +398,8 @@ class ConfigConflict:
     groups: list[ConfigGroup]
 
     def lines(self) -> list[str]:
-        return [f"{self.setting} {self.label}: {group.suffix()}: {', '.join(run.run_dir for run in group.runs)}" for group in self.groups]
+        return [f"{self.setting} {self.label}: {group.suffix()}: {', '.join(run.run_dir for run in group.runs)}"
+                for group in self.groups]
 
 
 ABSENT = "(absent)"  # how a key that a run's config.json lacks is shown
@@ -711,7 +722,8 @@ def robust_summary(groups: dict, metric: str, experiment: str, options: RobustOp
     return RobustSummary(metric, settings, methods, cells, comparable, aggregate, options.normalize)
 
 
-def robust_summaries(runs: list[RunRecord], options: RobustOptions, split_by_config: bool = False) -> list[tuple[str, list[RobustSummary]]]:
+def robust_summaries(runs: list[RunRecord], options: RobustOptions,
+                     split_by_config: bool = False) -> list[tuple[str, list[RobustSummary]]]:
     groups, _ = group_runs(runs, split_by_config)
     return [
         (experiment, [robust_summary(groups, metric, experiment, options) for metric in METRICS])
@@ -799,7 +811,8 @@ def _aggregate_shown(summary: MetricSummary, settings: list, ranking: bool) -> l
         paper_values = (average_ranks if ranking else average_scores)(paper_means, settings)
     best = (min if ranking else max)(values.values())
     return [
-        Shown(values[m], bold=values[m] == best, is_rank=ranking, paper=(paper_values[m], None) if paper_values else None)
+        Shown(values[m], bold=values[m] == best, is_rank=ranking,
+              paper=(paper_values[m], None) if paper_values else None)
         for m in summary.methods
     ]
 
@@ -809,10 +822,11 @@ def _notes(summary: MetricSummary) -> list[str]:
     excluded = [s for s in summary.settings if s not in summary.comparable]
     if excluded:
         notes.append(
-            f"{METRIC_LABELS[summary.metric]}: averages and rankings use only the settings where every method has results; "
-            f"left out: {', '.join(map(str, excluded))}"
+            f"{METRIC_LABELS[summary.metric]}: averages and rankings use only the settings where every method has "
+            f"results; left out: {', '.join(map(str, excluded))}"
         )
-    untested = sorted({(str(s), m) for (s, m), c in summary.cells.items() if not c.best and c.p_value is not None and math.isnan(c.p_value)})
+    untested = sorted({(str(s), m) for (s, m), c in summary.cells.items()
+                       if not c.best and c.p_value is not None and math.isnan(c.p_value)})
     if untested:
         notes.append(
             f"{METRIC_LABELS[summary.metric]}: no t-test (fewer than 2 seeds paired with the best), not underlined: "
@@ -835,8 +849,10 @@ def slippery_table(summaries: list[MetricSummary]) -> Table:
     averaged = any(len(summary.comparable) > 1 for summary in summaries)  # over one setting: its own column again
     rows, notes = [], []
     for summary in summaries:
-        averages = _aggregate_shown(summary, summary.comparable, ranking=False) if summary.comparable else [None] * len(summary.methods)
-        rankings = _aggregate_shown(summary, summary.comparable, ranking=True) if summary.comparable else [None] * len(summary.methods)
+        averages = (_aggregate_shown(summary, summary.comparable, ranking=False) if summary.comparable
+                    else [None] * len(summary.methods))
+        rankings = (_aggregate_shown(summary, summary.comparable, ranking=True) if summary.comparable
+                    else [None] * len(summary.methods))
         for i, method in enumerate(summary.methods):
             cells = [_shown(summary, s, method, with_n) for s in columns_settings]
             cells += [averages[i], rankings[i]] if averaged else []
@@ -868,19 +884,24 @@ def rows_table(summaries: list[MetricSummary], experiment: str) -> Table:
                 continue
             for j, setting in enumerate(env_settings):
                 cells = [_shown(summary, setting, m, with_n) for m in methods]
-                rows.append(Row([label if first else "", env if j == 0 else "", setting.strategy], cells, rule_before=first and bool(rows)))
+                rows.append(Row([label if first else "", env if j == 0 else "", setting.strategy], cells,
+                                rule_before=first and bool(rows)))
                 first = False
             env_comparable = [s for s in env_settings if s in summary.comparable]
             if len(env_comparable) > 1:  # the average of one setting would repeat its row
-                rows.append(Row(["", "", "Average"], _aggregate_shown(summary, env_comparable, ranking=False), kind="average"))
+                rows.append(Row(["", "", "Average"], _aggregate_shown(summary, env_comparable, ranking=False),
+                                kind="average"))
         if len(summary.comparable) > 1:  # over one setting the Overall rows would repeat its row
-            rows.append(Row(["", "Overall Average", ""], _aggregate_shown(summary, summary.comparable, ranking=False), kind="average"))
-            rows.append(Row(["", "Overall Average Ranking", ""], _aggregate_shown(summary, summary.comparable, ranking=True), kind="ranking"))
+            rows.append(Row(["", "Overall Average", ""], _aggregate_shown(summary, summary.comparable, ranking=False),
+                            kind="average"))
+            rows.append(Row(["", "Overall Average Ranking", ""],
+                            _aggregate_shown(summary, summary.comparable, ranking=True), kind="ranking"))
         notes += _notes(summary)
     return Table(experiment, ["Metric", "Environment", "Strategy"], [], methods, rows, notes)
 
 
-def build_tables(runs: list[RunRecord], paper: dict | None = None, split_by_config: bool = False) -> tuple[list[Table], list[RunRecord]]:
+def build_tables(runs: list[RunRecord], paper: dict | None = None,
+                 split_by_config: bool = False) -> tuple[list[Table], list[RunRecord]]:
     groups, left_out = group_runs(runs, split_by_config)
     tables = []
     for experiment in experiment_order(s.experiment for s, _ in groups):
@@ -922,7 +943,8 @@ def _plain(shown: Shown | None, decimals: int, rich: str, p_values: bool = False
     digits = 1 if shown.is_rank else decimals
     text = _number(shown.mean, digits)
     if shown.se is not None:
-        text = f"{text}\\sd{{\\pm {_number(shown.se, decimals)}}}" if rich == "tex" else f"{text} ± {_number(shown.se, decimals)}"
+        text = (f"{text}\\sd{{\\pm {_number(shown.se, decimals)}}}" if rich == "tex"
+                else f"{text} ± {_number(shown.se, decimals)}")
     if shown.n is not None:
         text += f"\\sd{{\\,(n={shown.n})}}" if rich == "tex" else f" (n={shown.n})"
     if rich == "md":
@@ -946,21 +968,23 @@ def _plain(shown: Shown | None, decimals: int, rich: str, p_values: bool = False
     if shown.paper is not None:
         paper_mean, paper_se = shown.paper
         paper_digits = 1 if shown.is_rank else 0  # the paper prints integers (ranks: one decimal)
-        paper_text = _number(paper_mean, paper_digits) + ("" if paper_se is None else (" $\\pm$ " if rich == "tex" else " ± ") + _number(paper_se, 0))
+        paper_text = _number(paper_mean, paper_digits) + (
+            "" if paper_se is None else (" $\\pm$ " if rich == "tex" else " ± ") + _number(paper_se, 0))
         text += f" {{\\scriptsize (paper {paper_text})}}" if rich == "tex" else f" (paper {paper_text})"
     return text
 
 
 def _legend(style: str, p_values: bool) -> str:
     if style == "md":
-        text = ("Mean ± standard error over seeds; **bold**: highest mean; <u>underlined</u>: not significantly worse than the best "
-                f"(one-sided paired t-test over seeds, p ≥ {SIGNIFICANCE_LEVEL}).")
+        text = ("Mean ± standard error over seeds; **bold**: highest mean; <u>underlined</u>: not significantly worse "
+                f"than the best (one-sided paired t-test over seeds, p ≥ {SIGNIFICANCE_LEVEL}).")
     else:
-        text = (f"Mean ± standard error over seeds; {TEXT_MARKS['best']}: highest mean; {TEXT_MARKS['not_worse']}: not significantly "
-                f"worse than the best (one-sided paired t-test over seeds, p ≥ {SIGNIFICANCE_LEVEL}).")
+        text = (f"Mean ± standard error over seeds; {TEXT_MARKS['best']}: highest mean; {TEXT_MARKS['not_worse']}: "
+                "not significantly worse than the best (one-sided paired t-test over seeds, "
+                f"p ≥ {SIGNIFICANCE_LEVEL}).")
     if p_values:
-        text += (" (p=…): that test's p-value against the best cell of the same setting (no t-test: fewer than 2 seeds "
-                 "paired with the best; the best itself has none).")
+        text += (" (p=…): that test's p-value against the best cell of the same setting (no t-test: fewer than 2 "
+                 "seeds paired with the best; the best itself has none).")
     return text
 
 
@@ -973,7 +997,8 @@ def few_seeds_note(seed_counts, what: str = "the t-tests behind the marks") -> s
             f"a claim needs at least {FEW_SEEDS} seeds per cell.")
 
 
-def render_markdown(tables: list[Table], left_out: list[RunRecord], decimals: int, p_values: bool = False, style: str = "md") -> str:
+def render_markdown(tables: list[Table], left_out: list[RunRecord], decimals: int, p_values: bool = False,
+                    style: str = "md") -> str:
     """The tables in Markdown; style='text' writes the marks of plain text (render_text) instead of bold and
     underline."""
     out = []
@@ -1038,7 +1063,8 @@ def _aligned_columns(block: list[list[str]]) -> list[str]:
     width = [max(len(row[j]) if j < len(row) else 0 for row in rows) for j in range(max(map(len, rows)))]
     aligned = []
     for k, row in enumerate(rows):
-        cells = [(row[j] if j < len(row) else "").rjust(width[j]) if j < len(right) and right[j] else (row[j] if j < len(row) else "").ljust(width[j])
+        cells = [(row[j] if j < len(row) else "").rjust(width[j]) if j < len(right) and right[j]
+                 else (row[j] if j < len(row) else "").ljust(width[j])
                  for j in range(len(width))]  # fmt: skip
         aligned.append("  ".join(cells).rstrip())
         if k == 0:
@@ -1070,13 +1096,16 @@ def render_latex(tables: list[Table], left_out: list[RunRecord], decimals: int, 
                 start += span
             out.append(" ".join(rules))
         else:
-            out.append(" & " * n_labels + f"\\multicolumn{{{n_values}}}{{c}}{{Model}} \\\\ \\cmidrule(lr){{{n_labels + 1}-{n_labels + n_values}}}")
+            out.append(" & " * n_labels + f"\\multicolumn{{{n_values}}}{{c}}{{Model}} \\\\ "
+                       f"\\cmidrule(lr){{{n_labels + 1}-{n_labels + n_values}}}")
         tex = lambda s: s.replace("_", "\\_").replace("(↑)", "($\\uparrow$)")  # noqa: E731
-        out.append(" & ".join(table.metric_label_columns + [f"\\texttt{{{tex(c)}}}" for c in table.columns]) + " \\\\ \\midrule")
+        out.append(" & ".join(table.metric_label_columns + [f"\\texttt{{{tex(c)}}}" for c in table.columns])
+                   + " \\\\ \\midrule")
         for row in table.rows:
             if row.rule_before:
                 out.append("\\midrule")
-            out.append(" & ".join([tex(label) for label in row.labels] + [_plain(c, decimals, "tex", p_values) for c in row.cells]) + " \\\\")
+            out.append(" & ".join([tex(label) for label in row.labels]
+                                  + [_plain(c, decimals, "tex", p_values) for c in row.cells]) + " \\\\")
         out += ["\\bottomrule", "\\end{tabular}"]
         out += [f"% {note}" for note in table.notes]
     for run in left_out:
@@ -1095,17 +1124,21 @@ def csv_rows(runs: list[RunRecord], paper: dict | None = None, split_by_config: 
     for experiment in experiment_order(s.experiment for s, _ in groups):
         for metric in METRICS:
             summary = summarize_metric(groups, metric, experiment, paper)
-            for (setting, method), cell in sorted(summary.cells.items(), key=lambda kv: (summary.settings.index(kv[0][0]), summary.methods.index(kv[0][1]))):
+            for (setting, method), cell in sorted(summary.cells.items(),
+                                                  key=lambda kv: (summary.settings.index(kv[0][0]),
+                                                                  summary.methods.index(kv[0][1]))):
                 paper_value = summary.paper.get((metric, setting, method), (None, None))
                 rows.append({
-                    "experiment": experiment, "metric": metric, "row": "cell", "env": setting.env, "strategy": setting.strategy,
-                    "method": method, "n": cell.n, "mean": cell.mean, "se": cell.se, "best": cell.best,
-                    "not_significantly_worse": cell.not_worse, "p_value": "" if cell.p_value is None else cell.p_value,
+                    "experiment": experiment, "metric": metric, "row": "cell", "env": setting.env,
+                    "strategy": setting.strategy, "method": method, "n": cell.n, "mean": cell.mean, "se": cell.se,
+                    "best": cell.best, "not_significantly_worse": cell.not_worse,
+                    "p_value": "" if cell.p_value is None else cell.p_value,
                     "paper_mean": paper_value[0], "paper_se": paper_value[1],
                 })  # fmt: skip
             if not summary.comparable:
                 continue
-            scopes = [(env, [s for s in summary.comparable if s.env == env]) for env in ENV_ORDER] if experiment != "slippery" else []
+            scopes = ([(env, [s for s in summary.comparable if s.env == env]) for env in ENV_ORDER]
+                      if experiment != "slippery" else [])
             scopes.append(("all", summary.comparable))
             for env, settings in scopes:
                 if not settings:
@@ -1117,12 +1150,14 @@ def csv_rows(runs: list[RunRecord], paper: dict | None = None, split_by_config: 
                         rows.append({
                             "experiment": experiment, "metric": metric, "row": kind, "env": env, "strategy": "",
                             "method": method, "n": len(settings), "mean": shown.mean, "se": "", "best": shown.bold,
-                            "not_significantly_worse": "", "p_value": "", "paper_mean": shown.paper[0] if shown.paper else None, "paper_se": "",
+                            "not_significantly_worse": "", "p_value": "",
+                            "paper_mean": shown.paper[0] if shown.paper else None, "paper_se": "",
                         })  # fmt: skip
     return rows
 
 
-def render_csv(runs: list[RunRecord], paper: dict | None, robust: RobustOptions | None = None, split_by_config: bool = False) -> str:
+def render_csv(runs: list[RunRecord], paper: dict | None, robust: RobustOptions | None = None,
+               split_by_config: bool = False) -> str:
     """The long-format CSV; with `robust`, the columns ROBUST_CSV_FIELDS are added (filled on the cell rows)
     and row='aggregate_iqm' rows follow each experiment's rows."""
     import io
@@ -1154,7 +1189,8 @@ def render_robust_markdown(robust: list[tuple[str, list[RobustSummary]]], option
     method, then every seed's value (and how many seeds are above the threshold)."""
     n = _number
     aggregate_decimals = max(decimals, 3) if options.normalize == "minmax" else decimals
-    interval = lambda point, low, high, digits: f"{n(point, digits)} [{n(low, digits)}, {n(high, digits)}]"  # noqa: E731
+    interval = lambda point, low, high, digits: (  # noqa: E731
+        f"{n(point, digits)} [{n(low, digits)}, {n(high, digits)}]")
     out = []
     for experiment, summaries in robust:
         out.append(f"## {experiment}: robust statistics (IQM, stratified bootstrap)\n")
@@ -1179,14 +1215,17 @@ def render_robust_markdown(robust: list[tuple[str, list[RobustSummary]]], option
                 scale = "min-max normalized per setting" if summary.normalize == "minmax" else "raw returns"
                 cells = [interval(a.iqm, a.low, a.high, aggregate_decimals) + f" (n={a.n_runs})"
                          for a in (summary.aggregate[m] for m in summary.methods)]  # fmt: skip
-                out.append(f"| Aggregate IQM | {len(summary.comparable)} settings, {scale} | " + " | ".join(cells) + " |")
+                out.append(f"| Aggregate IQM | {len(summary.comparable)} settings, {scale} | "
+                           + " | ".join(cells) + " |")
             excluded = [s for s in summary.settings if s not in summary.comparable]
             if excluded:
-                out.append(f"\n- the aggregate leaves out the settings where some method has no results: {', '.join(map(str, excluded))}")
+                out.append("\n- the aggregate leaves out the settings where some method has no results: "
+                           f"{', '.join(map(str, excluded))}")
             out.append("")
             out.append(f"### {label}: every seed\n")
             above = options.threshold is not None
-            out.append("| Environment | Strategy | Method | n |" + (f" > {n(options.threshold, decimals)} |" if above else "") + " seed: value |")
+            out.append("| Environment | Strategy | Method | n |"
+                       + (f" > {n(options.threshold, decimals)} |" if above else "") + " seed: value |")
             out.append("|---|---|---|---:|" + ("---:|" if above else "") + "---|")
             for setting in summary.settings:
                 for method in summary.methods:
@@ -1194,14 +1233,16 @@ def render_robust_markdown(robust: list[tuple[str, list[RobustSummary]]], option
                     if cell is None:
                         continue
                     seeds = ", ".join(f"{seed}: {n(cell.values[seed], decimals)}" for seed in sorted(cell.values))
-                    out.append(f"| {setting.env} | {setting.strategy} | {method} | {cell.n} |" + (f" {cell.n_above} |" if above else "") + f" {seeds} |")
+                    out.append(f"| {setting.env} | {setting.strategy} | {method} | {cell.n} |"
+                               + (f" {cell.n_above} |" if above else "") + f" {seeds} |")
             out.append("")
         few = few_seeds_note([c.n for summary in summaries for c in summary.cells.values()], "the bootstrap intervals")
         if few:
             out += [few, ""]
         out.append(
-            "IQM: mean of the seeds left after cutting the lowest and highest quarter (floor(n/4) each; the plain mean for n < 4); "
-            f"[95% CI]: 2.5 and 97.5 percentiles of the IQM over {options.reps} bootstrap resamples of the seeds (numpy seed {options.seed}). "
+            "IQM: mean of the seeds left after cutting the lowest and highest quarter (floor(n/4) each; the plain mean "
+            f"for n < 4); [95% CI]: 2.5 and 97.5 percentiles of the IQM over {options.reps} bootstrap resamples of the "
+            f"seeds (numpy seed {options.seed}). "
             "Aggregate IQM: the IQM of all runs of a method over the settings where every method has results, "
             "resampled within each setting (stratified bootstrap; Agarwal et al. 2021)."
         )
@@ -1229,9 +1270,9 @@ def robust_csv_rows(robust: list[tuple[str, list[RobustSummary]]], options: Robu
                     continue
                 a = summary.aggregate[method]
                 aggregate_rows.append({
-                    "experiment": experiment, "metric": summary.metric, "row": "aggregate_iqm", "env": "all", "strategy": "",
-                    "method": method, "n": a.n_runs, "iqm": a.iqm, "iqm_ci_low": a.low, "iqm_ci_high": a.high,
-                    "normalize": summary.normalize,
+                    "experiment": experiment, "metric": summary.metric, "row": "aggregate_iqm", "env": "all",
+                    "strategy": "", "method": method, "n": a.n_runs, "iqm": a.iqm, "iqm_ci_low": a.low,
+                    "iqm_ci_high": a.high, "normalize": summary.normalize,
                 })  # fmt: skip
     return extra, aggregate_rows
 
@@ -1256,11 +1297,13 @@ def select_kappa(runs: list[RunRecord]) -> tuple[list[dict], list[str]]:
             best_kappa = max(candidates, key=lambda kv: (np.mean(kv[1]), -kv[0]))[0]
             chosen.setdefault(setting, {})[method] = best_kappa
             report.append(f"{setting} {method}: " + ", ".join(
-                f"kappa={runlist.format_kappa(k)}: AULC {np.mean(v):.2f} (n={len(v)}){' <- best' if k == best_kappa else ''}" for k, v in candidates
+                f"kappa={runlist.format_kappa(k)}: AULC {np.mean(v):.2f} (n={len(v)})"
+                f"{' <- best' if k == best_kappa else ''}" for k, v in candidates
             ))  # fmt: skip
     rows = [
         {"experiment": s.experiment, "env": s.env, "strategy": s.strategy,
-         **{column: runlist.format_kappa(chosen[s][m]) if m in chosen[s] else "" for m, column in runlist.KAPPA_COLUMNS.items()}}
+         **{column: runlist.format_kappa(chosen[s][m]) if m in chosen[s] else ""
+            for m, column in runlist.KAPPA_COLUMNS.items()}}
         for s in chosen
     ]  # fmt: skip
     return rows, report
@@ -1279,7 +1322,8 @@ def config_error(conflicts: list[ConfigConflict]) -> str:
     agree: cell, the keys its groups differ in with this group's values, the run directories."""
     lines = [f"error: the runs of {len(conflicts)} cell(s) differ in config.json (every key but the bookkeeping ones, "
              "BOOKKEEPING_KEYS in scripts/summarize.py); pooling them would average different experiments. One line "
-             "per group of runs that agree (cell: values: run directories); --split-by-config shows each group as its own column:"]  # fmt: skip
+             "per group of runs that agree (cell: values: run directories); --split-by-config shows each group as its "
+             "own column:"]  # fmt: skip
     return "\n".join(lines + [line for conflict in conflicts for line in conflict.lines()])
 
 
@@ -1287,28 +1331,34 @@ def main(argv: list[str] | None = None) -> int:
     parser = _Parser(description=__doc__.split("\n\n")[0])
     parser.add_argument("root", help="sweep root (searched recursively for run directories)")
     parser.add_argument("--format", choices=("markdown", "text", "csv", "latex"),
-                        help="markdown (the default when the output is a file or a pipe), text (plain aligned columns, no "
-                             "Markdown or HTML: the default on a terminal), csv (long format) or latex")  # fmt: skip
-    parser.add_argument("--paper", action="store_true", help="show the paper's numbers (scripts/paper_results.csv) beside ours")
+                        help="markdown (the default when the output is a file or a pipe), text (plain aligned columns, "
+                             "no Markdown or HTML: the default on a terminal), csv (long format) or latex")  # fmt: skip
+    parser.add_argument("--paper", action="store_true",
+                        help="show the paper's numbers (scripts/paper_results.csv) beside ours")
     parser.add_argument("--methods", help="comma list of methods to keep (default: all found)")
-    parser.add_argument("--decimals", type=int, help="decimals of means and standard errors (default: 0 for returns >= 100, else 2)")
+    parser.add_argument("--decimals", type=int,
+                        help="decimals of means and standard errors (default: 0 for returns >= 100, else 2)")
     parser.add_argument("--p-values", action="store_true",
-                        help="follow each cell with the p-value of its t-test against the best of its setting (Markdown, "
-                             "text, LaTeX; the CSV has them always, column p_value)")  # fmt: skip
+                        help="follow each cell with the p-value of its t-test against the best of its setting "
+                             "(Markdown, text, LaTeX; the CSV has them always, column p_value)")  # fmt: skip
     parser.add_argument("--split-by-config", action="store_true",
                         help="runs of one setting and method that differ in their flags (config.json): show each group "
                              "of runs that agree as its own column, labelled by the flags it differs in, instead of "
                              "stopping (exit 2)")  # fmt: skip
-    parser.add_argument("--select-kappa", action="store_true", help="print the best kappa per setting (paper_kappa.csv format) instead of tables")
+    parser.add_argument("--select-kappa", action="store_true",
+                        help="print the best kappa per setting (paper_kappa.csv format) instead of tables")
     parser.add_argument("--output", help="write to this file instead of stdout")
     robust = parser.add_argument_group("robust statistics (Agarwal et al. 2021; Markdown, text and CSV)")
     robust.add_argument("--robust", action="store_true",
-                        help="add the interquartile mean with stratified-bootstrap 95%% intervals per cell and aggregated over "
-                             "settings per method, and every seed's value")  # fmt: skip
-    robust.add_argument("--threshold", type=float, help="with --robust: count the seeds of each cell whose metric is above this value")
-    robust.add_argument("--normalize", choices=NORMALIZATIONS, help="with --robust: scale of the aggregate IQM: raw returns (none, "
-                        "the default) or min-max per setting over every run of every method shown (minmax)")  # fmt: skip
-    robust.add_argument("--bootstrap-reps", type=int, help=f"with --robust: bootstrap resamples (default {BOOTSTRAP_REPS})")
+                        help="add the interquartile mean with stratified-bootstrap 95%% intervals per cell and "
+                             "aggregated over settings per method, and every seed's value")  # fmt: skip
+    robust.add_argument("--threshold", type=float,
+                        help="with --robust: count the seeds of each cell whose metric is above this value")
+    robust.add_argument("--normalize", choices=NORMALIZATIONS,
+                        help="with --robust: scale of the aggregate IQM: raw returns (none, the default) or min-max "
+                             "per setting over every run of every method shown (minmax)")  # fmt: skip
+    robust.add_argument("--bootstrap-reps", type=int,
+                        help=f"with --robust: bootstrap resamples (default {BOOTSTRAP_REPS})")
     robust.add_argument("--bootstrap-seed", type=int, help="with --robust: seed of the resampling (default 0)")
     try:
         args = parser.parse_args(argv)
@@ -1316,20 +1366,23 @@ def main(argv: list[str] | None = None) -> int:
         return int(stop.code or 0)
     if args.format is None:  # Markdown into files and pipes (the committed tables); a terminal shows no Markdown
         args.format = "text" if args.output is None and not args.select_kappa and sys.stdout.isatty() else "markdown"
-    robust_flags = [f"--{name.replace('_', '-')}" for name in ("threshold", "normalize", "bootstrap_reps", "bootstrap_seed")
+    robust_flags = [f"--{name.replace('_', '-')}"
+                    for name in ("threshold", "normalize", "bootstrap_reps", "bootstrap_seed")
                     if getattr(args, name) is not None]  # fmt: skip
     if robust_flags and not args.robust:
         print(f"error: {', '.join(robust_flags)} only apply with --robust", file=sys.stderr)
         return 2
     if args.robust and (args.format == "latex" or args.select_kappa):
-        print("error: --robust writes Markdown, text or CSV (not with --format latex or --select-kappa)", file=sys.stderr)
+        print("error: --robust writes Markdown, text or CSV (not with --format latex or --select-kappa)",
+              file=sys.stderr)
         return 2
     if args.p_values and (args.format == "csv" or args.select_kappa):
-        print("error: --p-values applies to --format markdown, text or latex (the CSV has them always, column p_value), "
-              "not to --select-kappa", file=sys.stderr)  # fmt: skip
+        print("error: --p-values applies to --format markdown, text or latex (the CSV has them always, "
+              "column p_value), not to --select-kappa", file=sys.stderr)  # fmt: skip
         return 2
     if args.split_by_config and args.select_kappa:
-        print("error: --split-by-config does not apply to --select-kappa (a kappa's runs must agree in every other flag)", file=sys.stderr)
+        print("error: --split-by-config does not apply to --select-kappa "
+              "(a kappa's runs must agree in every other flag)", file=sys.stderr)
         return 2
     if args.bootstrap_reps is not None and args.bootstrap_reps < 1:
         print("error: --bootstrap-reps must be >= 1", file=sys.stderr)
@@ -1368,7 +1421,8 @@ def main(argv: list[str] | None = None) -> int:
         import io
 
         buffer = io.StringIO()
-        writer = csv.DictWriter(buffer, ["experiment", "env", "strategy", *runlist.KAPPA_COLUMNS.values()], lineterminator="\n")
+        writer = csv.DictWriter(buffer, ["experiment", "env", "strategy", *runlist.KAPPA_COLUMNS.values()],
+                                lineterminator="\n")
         writer.writeheader()
         writer.writerows(rows)
         text = buffer.getvalue()
@@ -1386,7 +1440,8 @@ def main(argv: list[str] | None = None) -> int:
             if options is not None and tables:  # the robust section after the tables, before the runs left out
                 text = "\n".join([render_markdown(tables, [], decimals, args.p_values, style),
                                   render_robust_markdown(robust_summaries(runs, options, split), options, decimals)]
-                                 + ([render_markdown([], left_out, decimals, style=style)] if left_out else []))  # fmt: skip
+                                 + ([render_markdown([], left_out, decimals, style=style)]
+                                    if left_out else []))  # fmt: skip
             else:
                 text = render_markdown(tables, left_out, decimals, args.p_values, style)
             if style == "text":

@@ -31,7 +31,8 @@ TINY_FLAGS = ["--steps-per-task", "256", "--num-tasks", "2", "--num-steps", "128
 def evaluation_rows(steps_per_task: int, num_tasks: int, eval_frequency: int) -> list[tuple[int, int]]:
     """(global_step, task evaluated) pairs as the CONTRACT describes them."""
     total = steps_per_task * num_tasks
-    steps = {0, *range(eval_frequency, total + 1, eval_frequency), *(steps_per_task * (i + 1) for i in range(num_tasks))}
+    steps = {0, *range(eval_frequency, total + 1, eval_frequency),
+             *(steps_per_task * (i + 1) for i in range(num_tasks))}
     return [(step, max(step - 1, 0) // steps_per_task) for step in sorted(steps)]
 
 
@@ -46,12 +47,15 @@ def write_run(
     os.makedirs(run_dir, exist_ok=True)
     variant = method.split("_", 1)[1] if method.startswith("EPPO_") else None
     script = script or ("eppo_continuous.py" if variant else f"{method.lower()}_continuous.py")
-    args = {"env_id": env_id, "experiment": experiment, "strategy": strategy, "seed": seed, "steps_per_task": steps_per_task,
-            "num_tasks": num_tasks, "eval_frequency": eval_frequency, "run_dir": run_dir}  # fmt: skip
+    args = {"env_id": env_id, "experiment": experiment, "strategy": strategy, "seed": seed,
+            "steps_per_task": steps_per_task, "num_tasks": num_tasks, "eval_frequency": eval_frequency,
+            "run_dir": run_dir}  # fmt: skip
     if variant:
         args |= {"variant": variant, "kappa": kappa}
-    config = {"args": args, "script": script, "method": method, "num_tasks": num_tasks, "total_steps": steps_per_task * num_tasks}
-    if schedule is not None:  # the task parameters as the scripts record them (str of each), e.g. for the figures' labels
+    config = {"args": args, "script": script, "method": method, "num_tasks": num_tasks,
+              "total_steps": steps_per_task * num_tasks}
+    # the task parameters as the scripts record them (str of each), e.g. for the figures' labels
+    if schedule is not None:
         config["schedule"] = [str(task) for task in schedule[:num_tasks]]
     with open(os.path.join(run_dir, "config.json"), "w") as f:
         json.dump(config, f)
@@ -120,7 +124,8 @@ def main() -> int:
     write_run(
         args.run_dir, method=method, script=script, env_id=args.env_id, experiment=args.experiment,
         strategy=args.strategy, seed=args.seed, steps_per_task=args.steps_per_task, num_tasks=args.num_tasks,
-        eval_frequency=args.eval_frequency, returns=lambda step, task: 10 * args.seed + step / 100 + 100 * (args.kappa or 0),
+        eval_frequency=args.eval_frequency,
+        returns=lambda step, task: 10 * args.seed + step / 100 + 100 * (args.kappa or 0),
         kappa=args.kappa,
     )  # fmt: skip
     return 0

@@ -139,7 +139,8 @@ def fingerprint(run_dir) -> dict:
     # full unpickling: the reference commit's checkpoints (format 3) hold numpy arrays; these files are the test's own
     checkpoint = torch.load(os.path.join(run_dir, "checkpoint.pt"), weights_only=False)
     return {"evaluations.csv": evaluations, "plasticity.csv": plasticity,
-            "checkpoint": {key: digest(value) for key, value in sorted(checkpoint.items()) if key not in UNCOMPARED_KEYS}}
+            "checkpoint": {key: digest(value) for key, value in sorted(checkpoint.items())
+                           if key not in UNCOMPARED_KEYS}}
 
 
 def _first_difference(actual, expected, path: str) -> str:
@@ -315,8 +316,8 @@ if __name__ == "__main__":
     parser.add_argument("--update-keys", nargs="+", default=None,
                         help="re-record only these checkpoint entries; every other output must be unchanged")
     parser.add_argument("--commit", default=REFERENCE_COMMIT,
-                        help="the commit to record (default REFERENCE_COMMIT; an earlier defaults' commit's files go to "
-                             "tests/golden/<commit[:10]>/ once the reference has moved past it)")
+                        help="the commit to record (default REFERENCE_COMMIT; an earlier defaults' commit's files "
+                             "go to tests/golden/<commit[:10]>/ once the reference has moved past it)")
     options = parser.parse_args()
     if not reference_available(commit=options.commit):
         sys.exit(f"error: {options.commit} is not in this clone's history (git fetch --unshallow)")

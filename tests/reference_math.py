@@ -64,7 +64,8 @@ def brute_force_gae(rewards, values, next_values, terminations, dones, gamma, ga
             for later in range(t, num_steps):
                 terminal = terminations[later, env] == 1.0
                 next_value, next_var = (0.0, 0.0) if terminal else (next_values[later, env], variances[later, env])
-                advantages[t, env] += decay ** (later - t) * (rewards[later, env] + gamma * next_value - values[later, env])
+                advantages[t, env] += decay ** (later - t) * (rewards[later, env] + gamma * next_value
+                                                              - values[later, env])
                 future_vars[t, env] += decay ** (2 * (later - t + 1)) * next_var
                 if dones[later, env] == 1.0:
                     break
@@ -461,7 +462,8 @@ def np_network(network, k: int, obs: np.ndarray) -> dict:
     """Seed k's actor or critic on obs (samples, obs_dim): the pre-activation of its last hidden layer, the ReLU
     outputs, and its heads' outputs."""
     trunk = np_outputs(network.trunk, k, obs)
-    out = {"preactivation": trunk[-2], "hidden": [o for o, m in zip(trunk, network.trunk) if type(m).__name__ == "ReLU"]}
+    out = {"preactivation": trunk[-2],
+           "hidden": [o for o, m in zip(trunk, network.trunk) if type(m).__name__ == "ReLU"]}
     for name in ("mean_head", "head", "head_int"):
         if hasattr(network, name):
             out[name] = np_layer(getattr(network, name), k, trunk[-1])
@@ -499,13 +501,15 @@ def assert_both_clip_cases(new_log_probs, old_log_probs, clip_coef) -> None:
 
 
 def seed_data(rollout, k: int) -> dict:
-    """Seed k's rollout in float64: obs, next_obs and actions (T * envs, ...); rewards, terminations, dones (T, envs)."""
+    """Seed k's rollout in float64: obs, next_obs and actions (T * envs, ...); rewards, terminations, dones
+    (T, envs)."""
     return {name: getattr(rollout, name)[k].double().numpy() for name in
             ("obs", "next_obs", "actions", "rewards", "terminations", "dones")}
 
 
 def reference_ppo_batch(run, rollout, k: int) -> dict:
-    """Seed k's values, old log-probs, GAE advantages (before normalization) and returns, as Algorithm 1 defines them."""
+    """Seed k's values, old log-probs, GAE advantages (before normalization) and returns, as Algorithm 1 defines
+    them."""
     args, data = run.args, seed_data(rollout, k)
     values = np_network(run.agent.critic, k, data["obs"])["head"][:, 0].reshape(T, ENVS)
     next_values = np_network(run.agent.critic, k, data["next_obs"])["head"][:, 0].reshape(T, ENVS)

@@ -45,7 +45,8 @@ def method_event_flags(script: str) -> list:
     with open(path) as f:
         tree = ast.parse(f.read(), path)
     for node in tree.body:
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "EVENT_FLAGS" for t in node.targets):
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "EVENT_FLAGS"
+                                                for t in node.targets):
             flags = ast.literal_eval(node.value)
             if not (isinstance(flags, list) and all(isinstance(flag, str) for flag in flags)):
                 raise ValueError(f"{path}: EVENT_FLAGS must be a list of strings, not {flags!r}")
@@ -368,7 +369,8 @@ def read_csv(path) -> list:
 
 def directory_bytes(run_dir) -> dict:
     """Every file of a run directory, byte for byte, but .lock (it names the last process that held the directory)."""
-    return {path.name: path.read_bytes() for path in sorted(run_dir.iterdir()) if path.is_file() and path.name != ".lock"}
+    return {path.name: path.read_bytes() for path in sorted(run_dir.iterdir())
+            if path.is_file() and path.name != ".lock"}
 
 
 # ---- A run directory's whole state, to compare two runs of one command (straight and resumed, alone and in a group)

@@ -1,6 +1,7 @@
 """Sanity anchor of our PPO baseline: stationary HalfCheetah-v5, 1M steps, beside CleanRL's published figure.
 
-Usage: python studies/2026-11-26_eppo_vs_ppo_short_runs/analyze_anchor.py studies/2026-11-26_eppo_vs_ppo_short_runs/anchor/PPO
+Usage: python studies/2026-11-26_eppo_vs_ppo_short_runs/analyze_anchor.py \\
+           studies/2026-11-26_eppo_vs_ppo_short_runs/anchor/PPO
 Reads <root>/seed<N>/ (evaluations.csv and the TensorBoard events) and prints Markdown, per seed and as mean ± se:
 - the training return the way CleanRL reports it: `charts/episodic_return` (stochastic policy, raw reward) of the
   episodes that end in the last TRAILING_STEPS environment steps (CleanRL: 1 env x 2048 steps per iteration, so

@@ -1,7 +1,10 @@
-"""Confirmation table of the EPPO study (studies/2026-11-26_eppo_vs_ppo_short_runs/README.md): every cell against PPO and the MSE control.
+"""Confirmation table of the EPPO study (studies/2026-11-26_eppo_vs_ppo_short_runs/README.md): every cell against PPO
+and the MSE control.
 
-Usage: python studies/2026-11-26_eppo_vs_ppo_short_runs/analyze_confirm.py studies/2026-11-26_eppo_vs_ppo_short_runs/confirm [--versus A:B ...]
-Reads <root>/<cell>/seed<N>/ for every cell directory under <root> (CELLS first, in that order, then the others) (finished runs: summary.json) and prints Markdown:
+Usage: python studies/2026-11-26_eppo_vs_ppo_short_runs/analyze_confirm.py \\
+           studies/2026-11-26_eppo_vs_ppo_short_runs/confirm [--versus A:B ...]
+Reads <root>/<cell>/seed<N>/ for every cell directory under <root> (CELLS first, in that order, then the others)
+(finished runs: summary.json) and prints Markdown:
 - per cell: AULC and Final Return (scripts/summarize.py's definitions), mean ± se over seeds, the IQM with a
   stratified-bootstrap 95% interval (scripts/summarize.py --robust), per-seed values, and the critic's and actor's
   plasticity metrics at the last task end (plasticity.csv) and over all task ends;
@@ -126,7 +129,7 @@ def parse_pair(text: str) -> tuple[str, str]:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("root")
     parser.add_argument("--versus", type=parse_pair, action="append", default=[], metavar="A:B",
                         help='also test "A > B" (one-sided, paired over the common seeds); repeatable')

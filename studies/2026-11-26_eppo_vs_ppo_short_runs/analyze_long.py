@@ -1,9 +1,11 @@
-"""Tables of the longer EPPO runs (studies/2026-11-26_eppo_vs_ppo_short_runs/README.md), complete or stopped early, over a common prefix.
+"""Tables of the longer EPPO runs (studies/2026-11-26_eppo_vs_ppo_short_runs/README.md), complete or stopped early,
+over a common prefix.
 
-Usage: python studies/2026-11-26_eppo_vs_ppo_short_runs/analyze_long.py ROOT [--up-to STEP] [--cells PPO,EPPO_ind_k0.01] [--plot FIG.png]
+Usage: python studies/2026-11-26_eppo_vs_ppo_short_runs/analyze_long.py ROOT [--up-to STEP] \\
+           [--cells PPO,EPPO_ind_k0.01] [--plot FIG.png]
 Reads ROOT/<cell>/seed<N>/ (evaluations.csv, config.json, plasticity.csv) for every cell directory under ROOT, or
-the --cells given (PPO first). Every run is cut at the same step S: --up-to, or else the last evaluation step every run has
-reached (a run that finished ends at its total; one stopped early at its last evaluation), so that the cells
+the --cells given (PPO first). Every run is cut at the same step S: --up-to, or else the last evaluation step every
+run has reached (a run that finished ends at its total; one stopped early at its last evaluation), so that the cells
 compare the same stretch of training. Per cell:
 - AULC over the evaluations at steps <= S and Final Return over the tasks that end at or before S
   (scripts/summarize.py's definitions, which a complete run reproduces exactly), mean ± se over seeds, per seed,
@@ -43,7 +45,8 @@ def load_cells(root: str, only=None) -> dict:
             with open(os.path.join(run_dir, "config.json")) as f:
                 args = json.load(f)["args"]
             cells.setdefault(cell, {})[args["seed"]] = (run_dir, summarize.read_evaluations(path),
-                                                         args["steps_per_task"], args["steps_per_task"] * args["num_tasks"])
+                                                         args["steps_per_task"],
+                                                         args["steps_per_task"] * args["num_tasks"])
     return cells
 
 
@@ -85,7 +88,7 @@ def plot(cells: dict, up_to: int, path: str, title: str) -> None:
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("root")
     parser.add_argument("--up-to", type=int, help="cut every run at this step (default: the common last step)")
     parser.add_argument("--cells", help="comma list of the cells to read (default: every cell directory)")
@@ -110,7 +113,8 @@ def main(argv=None) -> None:
         for cell, per_seed in metrics.items():
             values = {seed: m[index] for seed, m in per_seed.items()}
             mean, se = summarize.mean_se(np.array(list(values.values())))
-            p = "" if cell == "PPO" else "%.3f (n=%d)" % paired_p(values, {s: m[index] for s, m in metrics["PPO"].items()})
+            p = ("" if cell == "PPO"
+                 else "%.3f (n=%d)" % paired_p(values, {s: m[index] for s, m in metrics["PPO"].items()}))
             seeds = ", ".join(f"{seed}: {values[seed]:.0f}" for seed in sorted(values))
             print(f"| {cell} | {len(values)} | {mean:.0f} ± {se:.0f} | {p} | {seeds} |")
     print("\n#### Plasticity, mean over the task ends (mean ± se over seeds)\n")

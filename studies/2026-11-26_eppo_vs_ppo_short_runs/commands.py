@@ -1,10 +1,20 @@
-"""Print the exact run commands of the EPPO study (studies/2026-11-26_eppo_vs_ppo_short_runs/README.md), one per line, for `xargs -P`.
+"""Print the exact run commands of the EPPO study (studies/2026-11-26_eppo_vs_ppo_short_runs/README.md), one per line,
+for `xargs -P`.
 
-    python studies/2026-11-26_eppo_vs_ppo_short_runs/commands.py screen  > studies/2026-11-26_eppo_vs_ppo_short_runs/screen_runs.txt    # seeds 1001-1003
-    python studies/2026-11-26_eppo_vs_ppo_short_runs/commands.py confirm > studies/2026-11-26_eppo_vs_ppo_short_runs/confirm_runs.txt   # seeds 1-10
-    python studies/2026-11-26_eppo_vs_ppo_short_runs/commands.py screen2 > studies/2026-11-26_eppo_vs_ppo_short_runs/screen2_runs.txt  # seeds 1001-1003
-    python studies/2026-11-26_eppo_vs_ppo_short_runs/commands.py confirm2 > studies/2026-11-26_eppo_vs_ppo_short_runs/confirm2_runs.txt    # seeds 1-10
-    xargs -P 16 -I{} sh -c '{}' < studies/2026-11-26_eppo_vs_ppo_short_runs/confirm_runs.txt                 # from the repository root
+    # seeds 1001-1003
+    python studies/2026-11-26_eppo_vs_ppo_short_runs/commands.py screen \\
+        > studies/2026-11-26_eppo_vs_ppo_short_runs/screen_runs.txt
+    # seeds 1-10
+    python studies/2026-11-26_eppo_vs_ppo_short_runs/commands.py confirm \\
+        > studies/2026-11-26_eppo_vs_ppo_short_runs/confirm_runs.txt
+    # seeds 1001-1003
+    python studies/2026-11-26_eppo_vs_ppo_short_runs/commands.py screen2 \\
+        > studies/2026-11-26_eppo_vs_ppo_short_runs/screen2_runs.txt
+    # seeds 1-10
+    python studies/2026-11-26_eppo_vs_ppo_short_runs/commands.py confirm2 \\
+        > studies/2026-11-26_eppo_vs_ppo_short_runs/confirm2_runs.txt
+    # from the repository root
+    xargs -P 16 -I{} sh -c '{}' < studies/2026-11-26_eppo_vs_ppo_short_runs/confirm_runs.txt
 
 Each command line runs one seed of one cell into --run-dir <root>/<cell>/seed<N> (a finished run is skipped when a
 command is repeated, an interrupted one resumes). HalfCheetah-v5 paralysis back-one, 5 tasks x 40k steps, 5

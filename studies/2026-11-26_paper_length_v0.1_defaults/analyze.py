@@ -1,6 +1,7 @@
 """Every table and figure of the paper-length comparison at v0.1's defaults from the runs' small outputs.
 
-    python studies/2026-11-26_paper_length_v0.1_defaults/analyze.py studies/2026-11-26_paper_length_v0.1_defaults/outputs/paralysis/Ant/back-one [--seeds 1-5] [--up-to STEP]
+    python studies/2026-11-26_paper_length_v0.1_defaults/analyze.py \\
+        studies/2026-11-26_paper_length_v0.1_defaults/outputs/paralysis/Ant/back-one [--seeds 1-5] [--up-to STEP] \\
         [--plot F.png]
 
 Reads SETTING_DIR/{PPO,EPPO_ind}/seed<N>/ (config.json, evaluations.csv, plasticity.csv; copied there by
@@ -99,7 +100,8 @@ def average_over_task_ends(plasticity: dict, network: str, metric: str) -> float
 
 def setting_parameter(setting, task: int) -> str:
     """The task's parameter in words: the paralysed joints' torque scale, or the floor friction."""
-    parameter = nonstationary_envs.task_schedule(runlist.ENV_IDS[setting.env], setting.experiment, setting.strategy)[task]
+    parameter = nonstationary_envs.task_schedule(runlist.ENV_IDS[setting.env], setting.experiment,
+                                                 setting.strategy)[task]
     if setting.experiment == "paralysis":
         return f"{min(parameter):g}"
     return "" if parameter is None else f"{parameter:g}"
@@ -130,7 +132,8 @@ def print_metrics(runs: dict, setting, up_to: int, steps_per_task: int, tasks_en
                                if tasks_ended else float("nan"))
                         for seed, run in by_seed.items()} for method, by_seed in runs.items()}
     paper = summarize.read_paper_results()
-    for index, (name, paper_key) in enumerate((("AULC", "aulc"), (f"Final Return ({tasks_ended} task ends)", "final_return"))):
+    for index, (name, paper_key) in enumerate((("AULC", "aulc"),
+                                               (f"Final Return ({tasks_ended} task ends)", "final_return"))):
         if index == 1 and not tasks_ended:
             break
         print(f"\n#### {name}\n")
@@ -143,7 +146,8 @@ def print_metrics(runs: dict, setting, up_to: int, steps_per_task: int, tasks_en
             point, low, high = summarize.bootstrap_interval([list(values.values())])
             paper_value = paper.get((paper_key, setting, method))
             paper_text = f"{paper_value[0]:,.0f} ± {paper_value[1]:,.0f}" if paper_value else ""
-            welch = f"{against_paper(list(values.values()), *paper_value):.3f}" if paper_value and len(values) > 1 else ""
+            welch = (f"{against_paper(list(values.values()), *paper_value):.3f}" if paper_value and len(values) > 1
+                     else "")
             seeds = ", ".join(f"{seed}: {values[seed]:,.0f}" for seed in sorted(values))
             print(f"| {method} | {len(values)} | {fmt(list(values.values()))} | {point:,.0f} [{low:,.0f}, {high:,.0f}] "
                   f"| {p_text(values, others)} | {paper_text} | {welch} | {seeds} |")
@@ -201,12 +205,14 @@ def print_plasticity(runs: dict, up_to: int, tasks_ended: int) -> None:
         print("|---|---|" + "---|" * (len(METHODS) + 1))
         for network in ("critic", "actor"):
             for metric in PLASTICITY_METRICS:
-                averages = {method: {seed: average_over_task_ends(run, network, metric) for seed, run in by_seed.items()}
+                averages = {method: {seed: average_over_task_ends(run, network, metric)
+                                     for seed, run in by_seed.items()}
                             for method, by_seed in plasticity.items()}
                 # the test's H1 is "first > second": EPPO_ind > PPO for the ranks, PPO > EPPO_ind for the dormant units
                 first, second = ("EPPO_ind", "PPO") if EPPO_BETTER_WHEN_HIGHER[metric] else ("PPO", "EPPO_ind")
                 cells = ["{:.1f} ± {:.1f}".format(*summarize.mean_se(list(averages[m].values()))) for m in METHODS]
-                print(f"| {network} | {metric} | " + " | ".join(cells) + f" | {p_text(averages[first], averages[second])} |")
+                print(f"| {network} | {metric} | " + " | ".join(cells)
+                      + f" | {p_text(averages[first], averages[second])} |")
 
 
 def print_standing_still(runs: dict, up_to: int) -> None:
@@ -244,13 +250,15 @@ def report(setting_dir: str, up_to=None, plot_path=None, seeds=None) -> int:
 
     if plot_path:
         # the study's figure: every seed thin, the mean thick, the task changes dotted
-        analyze_long.plot(runs, up_to, plot_path, f"{setting}: every seed (thin) and the mean (thick), up to step {up_to:,}")
+        analyze_long.plot(runs, up_to, plot_path,
+                          f"{setting}: every seed (thin) and the mean (thick), up to step {up_to:,}")
     return 0
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("setting_dir", help="e.g. studies/2026-11-26_paper_length_v0.1_defaults/outputs/paralysis/Ant/back-one")
+    parser.add_argument("setting_dir",
+                        help="e.g. studies/2026-11-26_paper_length_v0.1_defaults/outputs/paralysis/Ant/back-one")
     parser.add_argument("--up-to", type=int, help="cut every run at this step (default: the common last step)")
     parser.add_argument("--plot", help="also draw the curves into this image file")
     parser.add_argument("--seeds", help="only these seeds, e.g. 1-5 (the finished ones while others still run)")

@@ -1,8 +1,12 @@
-"""The stationary anchor of the paper-length study at v0.1's defaults: how far our PPO gets on the unchanged Ant-v5 in 2M steps.
+"""The stationary anchor of the paper-length study at v0.1's defaults: how far our PPO gets on the unchanged Ant-v5 in
+2M steps.
 
-    python studies/2026-11-26_paper_length_v0.1_defaults/anchor.py studies/2026-11-26_paper_length_v0.1_defaults/outputs/none/Ant/PPO
-        [--paralysis studies/2026-11-26_paper_length_v0.1_defaults/outputs/paralysis/Ant/back-one/PPO] [--plot F.png] [--milestone 500000]
-        [--beside studies/2026-11-26_paper_length_v0.1_defaults/outputs/paralysis/Ant/back-one/PPO studies/2026-11-26_paper_length_v0.1_defaults/outputs/paralysis/...]
+    python studies/2026-11-26_paper_length_v0.1_defaults/anchor.py \\
+        studies/2026-11-26_paper_length_v0.1_defaults/outputs/none/Ant/PPO \\
+        [--paralysis studies/2026-11-26_paper_length_v0.1_defaults/outputs/paralysis/Ant/back-one/PPO] \\
+        [--plot F.png] [--milestone 500000] \\
+        [--beside studies/2026-11-26_paper_length_v0.1_defaults/outputs/paralysis/Ant/back-one/PPO \\
+                  studies/2026-11-26_paper_length_v0.1_defaults/outputs/paralysis/...]
 
 Reads ANCHOR_DIR/seed<N>/ (config.json, evaluations.csv; copied there by `launch.sh --collect`): PPO runs with
 `--experiment none` and the paper's settings otherwise. Every run is cut at the last evaluation step every run has
@@ -193,7 +197,7 @@ def plot(runs: dict, path: str, title: str, others=None) -> None:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("anchor_dir", help="e.g. studies/2026-11-26_paper_length_v0.1_defaults/outputs/none/Ant/PPO")
     parser.add_argument("--paralysis",
                         help="the paralysis study's PPO runs, to check the first --milestone steps against")

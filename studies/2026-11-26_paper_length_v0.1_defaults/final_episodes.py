@@ -1,6 +1,7 @@
 """The final policies of a setting's runs on their last task, episode by episode: returns and episode lengths.
 
-    python studies/2026-11-26_paper_length_v0.1_defaults/final_episodes.py /work/paper_length/runs/paralysis/Ant/back-one
+    python studies/2026-11-26_paper_length_v0.1_defaults/final_episodes.py \\
+        /work/paper_length/runs/paralysis/Ant/back-one
 
 Reads SETTING_DIR/<method>/seed<N>/ (config.json and the final checkpoint.pt, which `launch.sh --collect` does not
 copy: this needs the run directories themselves) and evaluates each run's final policy on its last task with

@@ -1,13 +1,14 @@
 """Carry a study's runs from one machine to the next through the repository: a store of resume points to commit.
 
-The study's runs live outside the work tree (studies/2026-11-26_paper_length_v0.1_defaults/launch.sh) and take many sessions. When a session's
-machine is fresh (its /work holds only the clone of main), the runs' directories of the last machine are gone, and
-with them their checkpoints: every run would start again at step 0. So at the end of a session, after
-`launch.sh --stop`, `launch.sh --stash` copies each unfinished run's resume point into a store in the repository,
-to commit; and every launch first restores what the machine lacks:
+The study's runs live outside the work tree (studies/2026-11-26_paper_length_v0.1_defaults/launch.sh) and take many
+sessions. When a session's machine is fresh (its /work holds only the clone of main), the runs' directories of the
+last machine are gone, and with them their checkpoints: every run would start again at step 0. So at the end of a
+session, after `launch.sh --stop`, `launch.sh --stash` copies each unfinished run's resume point into a store in the
+repository, to commit; and every launch first restores what the machine lacks:
 
-    python studies/2026-11-26_paper_length_v0.1_defaults/resume_store.py stash RUNS STORE            # launch.sh --stash
-    python studies/2026-11-26_paper_length_v0.1_defaults/resume_store.py restore RUNS STORE OUTPUTS  # the first thing every launch does
+    python studies/2026-11-26_paper_length_v0.1_defaults/resume_store.py stash RUNS STORE  # launch.sh --stash
+    # the first thing every launch does:
+    python studies/2026-11-26_paper_length_v0.1_defaults/resume_store.py restore RUNS STORE OUTPUTS
 
 A resume point is what the scripts resume from (restore_or_reset): the newest checkpoint.pt, beside the
 evaluations.csv and plasticity.csv logged up to it (the resumed run drops rows logged after the checkpoint and logs

@@ -20,12 +20,14 @@ env_id, root = sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else "/tmp/redo_scr
 for seed in (1001, 1002, 1003):
     ckpt = torch.load(f"{root}/{env_id}/PPO_ReDo/seed{seed}/checkpoint.pt", weights_only=False)
     args = redo.Args(**{k: v for k, v in ckpt["args"].items() if k in {f.name for f in dataclasses.fields(redo.Args)}})
-    env = nonstationary_envs.BatchedEnv(f"{env_id}-v5", "paralysis", "back-one", "floor", num_sims=1, nthread=1, max_episode_steps=1000)
+    env = nonstationary_envs.BatchedEnv(f"{env_id}-v5", "paralysis", "back-one", "floor", num_sims=1, nthread=1,
+                                        max_episode_steps=1000)
     env.set_task(None, 4)
     gens = [torch.Generator().manual_seed(seed)]
     agent = redo.make_agent(args, env.observation_dim, env.action_dim, gens, torch.device("cpu"))
     agent.actor.load_state_dict(ckpt["actor"]); agent.critic.load_state_dict(ckpt["critic"])
-    agent.actor_optimizer.load_state_dict(ckpt["actor_optimizer"]); agent.critic_optimizer.load_state_dict(ckpt["critic_optimizer"])
+    agent.actor_optimizer.load_state_dict(ckpt["actor_optimizer"])
+    agent.critic_optimizer.load_state_dict(ckpt["critic_optimizer"])
     rms = redo.RunningMeanStd(1, (env.observation_dim,)); rms.load_state_dict(ckpt["obs_rms"])
     obs = env.reset(None, [seed]).reshape(1, 1, -1); states = []
     for t in range(256):

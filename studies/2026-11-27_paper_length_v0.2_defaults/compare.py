@@ -3,10 +3,11 @@
     python studies/2026-11-27_paper_length_v0.2_defaults/compare.py paralysis/Ant/back-one [--up-to STEP] [--plot F.png]
         [--new OUTPUTS --old OUTPUTS] [--seeds 1-5]
 
-Reads SETTING under studies/2026-11-27_paper_length_v0.2_defaults/outputs/ (the new default's runs, `launch.sh --collect`) and under
-studies/2026-11-26_paper_length_v0.1_defaults/outputs/ (the old default's, committed), {PPO,EPPO_ind}/seed<N>/ in each; --new and --old name
-other outputs (v0.3's: studies/2026-11-29_paper_length_v0.3_defaults/outputs beside studies/2026-11-27_paper_length_v0.2_defaults/outputs). Both
-are cut at the same step: --up-to, or else the last evaluation step that every new-default run has reached (the
+Reads SETTING under studies/2026-11-27_paper_length_v0.2_defaults/outputs/ (the new default's runs,
+`launch.sh --collect`) and under studies/2026-11-26_paper_length_v0.1_defaults/outputs/ (the old default's,
+committed), {PPO,EPPO_ind}/seed<N>/ in each; --new and --old name other outputs (v0.3's:
+studies/2026-11-29_paper_length_v0.3_defaults/outputs beside studies/2026-11-27_paper_length_v0.2_defaults/outputs).
+Both are cut at the same step: --up-to, or else the last evaluation step that every new-default run has reached (the
 header says when runs are unfinished, or when the new default has fewer seeds than the old one's 8 reporting seeds:
 no verdict then). --seeds reads only those seeds of the new default (the finished ones while others still run; the
 old default's stay all, paired by seed where both have one).
@@ -17,7 +18,8 @@ Prints, in Markdown:
    seeds) with the two-sided Welch test of "our level = the paper's";
 2. on Ant, per method and default: each seed's first evaluation step above standing still (its step-0 return) and
    the share of the later evaluations above it;
-3. the new default's full report (studies/2026-11-26_paper_length_v0.1_defaults/analyze.py: per task, plasticity at every task end).
+3. the new default's full report (studies/2026-11-26_paper_length_v0.1_defaults/analyze.py: per task, plasticity at
+   every task end).
 With --plot: each method's seed-mean curve at both defaults (the old one dashed), the task changes dotted and, on
 Ant, the return of standing still.
 """
@@ -32,7 +34,8 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 spec = importlib.util.spec_from_file_location("paper_length_analyze",
-                                              os.path.join(REPO, "studies", "2026-11-26_paper_length_v0.1_defaults", "analyze.py"))
+                                              os.path.join(REPO, "studies", "2026-11-26_paper_length_v0.1_defaults",
+                                                           "analyze.py"))
 analyze = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(analyze)
 summarize, runlist = analyze.summarize, analyze.runlist
@@ -54,7 +57,8 @@ def metrics(runs: dict, up_to: int, steps_per_task: int) -> dict:
 def print_side_by_side(values: dict, setting, complete: bool, tasks_ended: int) -> None:
     """values: default -> method -> seed -> (AULC, Final Return)."""
     paper = summarize.read_paper_results()
-    for index, (name, key) in enumerate((("AULC", "aulc"), (f"Final Return ({tasks_ended} task ends)", "final_return"))):
+    for index, (name, key) in enumerate((("AULC", "aulc"),
+                                         (f"Final Return ({tasks_ended} task ends)", "final_return"))):
         if index == 1 and not tasks_ended:
             break
         print(f"\n#### {name}\n")
@@ -85,7 +89,8 @@ def print_standing_still(loaded: dict, up_to: int) -> None:
     print("|---|---|---|---|")
     for method in analyze.METHODS:
         for default in DEFAULTS:
-            found = {seed: analyze.standing_still(run[1], up_to) for seed, run in sorted(loaded[default][method].items())}
+            found = {seed: analyze.standing_still(run[1], up_to)
+                     for seed, run in sorted(loaded[default][method].items())}
             firsts = ", ".join(f"{seed}: " + ("never" if first is None else f"{first:,}")
                                for seed, (_, first, _, _) in found.items())
             above, later = sum(f[2] for f in found.values()), sum(f[3] for f in found.values())
@@ -137,7 +142,8 @@ def report(setting_name: str, new_root: str = NEW_OUTPUTS, old_root: str = OLD_O
         return 2
     if up_to <= 0:  # a run that has only its step-0 evaluation: no curve, no AULC, no "later" evaluations
         print(f"error: nothing to compare at step {up_to}: every run needs an evaluation after step 0 "
-              f"(each run's last evaluation: bash studies/2026-11-27_paper_length_v0.2_defaults/launch.sh --status)", file=sys.stderr)
+              f"(each run's last evaluation: bash studies/2026-11-27_paper_length_v0.2_defaults/launch.sh --status)",
+              file=sys.stderr)
         return 2
     steps_per_task = next(iter(loaded["new"]["PPO"].values()))[2]
     complete = up_to == total
@@ -166,8 +172,10 @@ def main(argv=None) -> int:
     parser.add_argument("setting", help="e.g. paralysis/Ant/back-one")
     parser.add_argument("--up-to", type=int, help="cut every run at this step (default: the common last step)")
     parser.add_argument("--plot", help="also draw both defaults' seed-mean curves into this image file")
-    parser.add_argument("--new", default=NEW_OUTPUTS, help="the new default's outputs (studies/2026-11-29_paper_length_v0.3_defaults: "
-                        "v0.3's defaults, beside v0.2's with --old studies/2026-11-27_paper_length_v0.2_defaults/outputs)")
+    parser.add_argument("--new", default=NEW_OUTPUTS,
+                        help="the new default's outputs (studies/2026-11-29_paper_length_v0.3_defaults: v0.3's "
+                             "defaults, beside v0.2's with --old "
+                             "studies/2026-11-27_paper_length_v0.2_defaults/outputs)")
     parser.add_argument("--old", default=OLD_OUTPUTS, help="the old default's outputs, paired with --new by seed")
     parser.add_argument("--seeds", help="only these seeds of the new default, e.g. 1-5 (the finished ones while others "
                         "still run)")

@@ -1,7 +1,10 @@
-"""The screen's table and figure, from the committed outputs (studies/2026-11-27_why_ppo_does_not_walk_on_ant/outputs/, written by collect.py).
+"""The screen's table and figure, from the committed outputs (studies/2026-11-27_why_ppo_does_not_walk_on_ant/outputs/,
+written by collect.py).
 
-    python studies/2026-11-27_why_ppo_does_not_walk_on_ant/analyze.py > studies/2026-11-27_why_ppo_does_not_walk_on_ant/screen_tables.md
-    python studies/2026-11-27_why_ppo_does_not_walk_on_ant/analyze.py --plot studies/2026-11-27_why_ppo_does_not_walk_on_ant/screen.png
+    python studies/2026-11-27_why_ppo_does_not_walk_on_ant/analyze.py \\
+        > studies/2026-11-27_why_ppo_does_not_walk_on_ant/screen_tables.md
+    python studies/2026-11-27_why_ppo_does_not_walk_on_ant/analyze.py \\
+        --plot studies/2026-11-27_why_ppo_does_not_walk_on_ant/screen.png
 
 Per configuration (ours: a row of configs.tsv, at the number of steps its directory names; SB3: its two
 configurations), over its seeds (1001-1003, the grid-search seeds): the evaluation return (10 deterministic
@@ -129,8 +132,9 @@ def summarize(configs: list, standing: dict) -> list:
             "first": ", ".join("never" if f is None else f"{f // 1000}k" for f in first),
             "length": [mean_se([window_mean(rows, m, "train_episode_length_mean") for rows in training.values()])
                        for m in MILESTONES[:2]],
-            "std": [("{:.2f}".format(np.mean(v)) if (v := [x for x in (window_mean(rows, m, "policy_std_mean")
-                                                                        for rows in training.values()) if x is not None])
+            "std": [("{:.2f}".format(np.mean(v))
+                     if (v := [x for x in (window_mean(rows, m, "policy_std_mean") for rows in training.values())
+                               if x is not None])
                      else "") for m in MILESTONES[:2]],
         })
     return table
@@ -197,7 +201,7 @@ def plot(configs: list, standing: dict, path: str) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--plot", help="write the figure to this PNG instead of printing the tables")
     args = parser.parse_args()
     configs = discover()

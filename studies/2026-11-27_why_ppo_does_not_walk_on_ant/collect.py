@@ -1,11 +1,13 @@
-"""Copy the small outputs of this study's runs into studies/2026-11-27_why_ppo_does_not_walk_on_ant/outputs/ (to commit); the runs live outside the work
-tree. Our runs (screen.sh): config.json, evaluations.csv, summary.json (when finished) and training.csv, which this
-script writes from the run's TensorBoard events; SB3's (sb3/run_all.sh): its config.json, evaluations.csv and
-training.csv as they are.
+"""Copy the small outputs of this study's runs into studies/2026-11-27_why_ppo_does_not_walk_on_ant/outputs/
+(to commit); the runs live outside the work tree. Our runs (screen.sh): config.json, evaluations.csv, summary.json
+(when finished) and training.csv, which this script writes from the run's TensorBoard events; SB3's
+(sb3/run_all.sh): its config.json, evaluations.csv and training.csv as they are.
 
-    python studies/2026-11-27_why_ppo_does_not_walk_on_ant/collect.py [--root /work/ant_walk] [--sb3-root /work/ant_walk_sb3]
-    python studies/2026-11-27_why_ppo_does_not_walk_on_ant/collect.py --root /work/ant_walk_halfcheetah --outputs studies/2026-11-27_why_ppo_does_not_walk_on_ant/halfcheetah_outputs \
-        --sb3-root ""                    # the HalfCheetah check (screen.sh with SCREEN_ENV=HalfCheetah-v5)
+    python studies/2026-11-27_why_ppo_does_not_walk_on_ant/collect.py [--root /work/ant_walk] \\
+        [--sb3-root /work/ant_walk_sb3]
+    # the HalfCheetah check (screen.sh with SCREEN_ENV=HalfCheetah-v5):
+    python studies/2026-11-27_why_ppo_does_not_walk_on_ant/collect.py --root /work/ant_walk_halfcheetah \\
+        --outputs studies/2026-11-27_why_ppo_does_not_walk_on_ant/halfcheetah_outputs --sb3-root ""
 
 training.csv has one row per evaluation step, the same columns for both: the policy's std (mean over action
 dimensions; ours: the last charts/action_std logged at or before the step), and the mean length and return of the
@@ -83,7 +85,9 @@ def collect_sb3(root: str) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--root", default=os.environ.get("ANT_WALK_ROOT", "/work/ant_walk"))
-    parser.add_argument("--outputs", default=OUTPUTS, help="where our runs' outputs go (default studies/2026-11-27_why_ppo_does_not_walk_on_ant/outputs)")
+    parser.add_argument("--outputs", default=OUTPUTS,
+                        help="where our runs' outputs go "
+                             "(default studies/2026-11-27_why_ppo_does_not_walk_on_ant/outputs)")
     parser.add_argument("--sb3-root", default="/work/ant_walk_sb3", help='SB3\'s runs ("": none)')
     args = parser.parse_args()
     collect_ours(args.root, args.outputs)

@@ -1,8 +1,9 @@
-"""The EPPO scale check: what reward normalization on or off does to EPPO's evidential critic, from two runs' TensorBoard
-events (EPPO_ind on the stationary Ant-v5 at the candidate default's flags, one with --norm-reward):
+"""The EPPO scale check: what reward normalization on or off does to EPPO's evidential critic, from two runs'
+TensorBoard events (EPPO_ind on the stationary Ant-v5 at the candidate default's flags, one with --norm-reward):
 
-    bash studies/2026-11-27_why_ppo_does_not_walk_on_ant/eppo_scale.sh                                     # the two runs (≈ 10 min, one core)
-    python studies/2026-11-27_why_ppo_does_not_walk_on_ant/eppo_scale.py /work/eppo_scale/no-norm-reward /work/eppo_scale/norm-reward \\
+    bash studies/2026-11-27_why_ppo_does_not_walk_on_ant/eppo_scale.sh  # the two runs (≈ 10 min, one core)
+    python studies/2026-11-27_why_ppo_does_not_walk_on_ant/eppo_scale.py \\
+        /work/eppo_scale/no-norm-reward /work/eppo_scale/norm-reward \\
         > studies/2026-11-27_why_ppo_does_not_walk_on_ant/eppo_scale.md
 
 Per run: the mean over the updates in the last half of the run of each evidential/ and losses/ tag below.

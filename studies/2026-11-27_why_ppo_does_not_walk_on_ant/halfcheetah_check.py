@@ -2,10 +2,14 @@
 1 M steps, seeds 1001-1003, each configuration (a row of configs.tsv) beside today's default (`ours`), from the
 outputs that collect.py copied into studies/2026-11-27_why_ppo_does_not_walk_on_ant/halfcheetah_outputs/:
 
-    SCREEN_ENV=HalfCheetah-v5 ANT_WALK_ROOT=/work/ant_walk_halfcheetah bash studies/2026-11-27_why_ppo_does_not_walk_on_ant/screen.sh 1000000 ours NAME
-    python studies/2026-11-27_why_ppo_does_not_walk_on_ant/collect.py --root /work/ant_walk_halfcheetah --outputs studies/2026-11-27_why_ppo_does_not_walk_on_ant/halfcheetah_outputs --sb3-root ""
-    python studies/2026-11-27_why_ppo_does_not_walk_on_ant/halfcheetah_check.py > studies/2026-11-27_why_ppo_does_not_walk_on_ant/halfcheetah_check.md
-    python studies/2026-11-27_why_ppo_does_not_walk_on_ant/halfcheetah_check.py --plot studies/2026-11-27_why_ppo_does_not_walk_on_ant/halfcheetah_check.png
+    SCREEN_ENV=HalfCheetah-v5 ANT_WALK_ROOT=/work/ant_walk_halfcheetah \\
+        bash studies/2026-11-27_why_ppo_does_not_walk_on_ant/screen.sh 1000000 ours NAME
+    python studies/2026-11-27_why_ppo_does_not_walk_on_ant/collect.py --root /work/ant_walk_halfcheetah \\
+        --outputs studies/2026-11-27_why_ppo_does_not_walk_on_ant/halfcheetah_outputs --sb3-root ""
+    python studies/2026-11-27_why_ppo_does_not_walk_on_ant/halfcheetah_check.py \\
+        > studies/2026-11-27_why_ppo_does_not_walk_on_ant/halfcheetah_check.md
+    python studies/2026-11-27_why_ppo_does_not_walk_on_ant/halfcheetah_check.py \\
+        --plot studies/2026-11-27_why_ppo_does_not_walk_on_ant/halfcheetah_check.png
 
 Per configuration: the evaluation return (10 deterministic episodes) at 250k, 500k and 1 M, mean ± standard error,
 each seed's at 1 M, and against `ours` on the same seeds the paired one-sided t-test (the paper's test) of "lower
@@ -60,7 +64,8 @@ def main() -> None:
                       for name in names], None, args.plot)
         return
     runs = {name: evaluation_rows(args.outputs, name) for name in names}
-    finals = {name: {seed: analyze.at_step(rows, STEPS) for seed, rows in seeds.items()} for name, seeds in runs.items()}
+    finals = {name: {seed: analyze.at_step(rows, STEPS) for seed, rows in seeds.items()}
+              for name, seeds in runs.items()}
     finals = {name: {seed: v for seed, v in values.items() if v is not None} for name, values in finals.items()}
     print("### Item 3's check: stationary HalfCheetah-v5, 1 M steps, seeds 1001-1003 (grid-search seeds)\n")
     note = ("Made by `python studies/2026-11-27_why_ppo_does_not_walk_on_ant/halfcheetah_check.py` from "
@@ -77,8 +82,8 @@ def main() -> None:
         steps_done = min(int(rows[-1]["global_step"]) for rows in seeds.values())
         returns = [analyze.mean_se([analyze.at_step(rows, m) for rows in seeds.values()]) for m in analyze.MILESTONES]
         per_seed = ", ".join(f"{finals[name][s]:,.0f}" for s in sorted(finals[name])) or "–"
-        compared, difference, p = (paired_less(finals[name], finals[BASELINE]) if name != BASELINE and BASELINE in finals
-                                   else ([], None, None))
+        compared, difference, p = (paired_less(finals[name], finals[BASELINE])
+                                   if name != BASELINE and BASELINE in finals else ([], None, None))
         print(f"| {name} | {len(seeds)} | {steps_done:,} | " + " | ".join(returns) + f" | {per_seed} | "
               + ("–" if difference is None else f"{difference:+,.0f} ({len(compared)} seeds)") + " | "
               + ("–" if p is None else f"{p:.2f}") + " |")

@@ -1,15 +1,20 @@
 """The short Ant study (Ant-v5 paralysis back-one, 5 tasks x 200k steps, seeds 1-5), PPO against
 EPPO_ind (kappa 0.01), with v0.1's defaults and with v0.2's (`d3270e2`), side by side.
 
-    bash studies/2026-11-27_why_ppo_does_not_walk_on_ant/short_study.sh PPO; bash studies/2026-11-27_why_ppo_does_not_walk_on_ant/short_study.sh EPPO_ind   # the new default's runs
+    # the new default's runs:
+    bash studies/2026-11-27_why_ppo_does_not_walk_on_ant/short_study.sh PPO
+    bash studies/2026-11-27_why_ppo_does_not_walk_on_ant/short_study.sh EPPO_ind
     bash studies/2026-11-27_why_ppo_does_not_walk_on_ant/short_study.sh --collect
-    python studies/2026-11-27_why_ppo_does_not_walk_on_ant/short_study.py > studies/2026-11-27_why_ppo_does_not_walk_on_ant/short_study.md
-    python studies/2026-11-27_why_ppo_does_not_walk_on_ant/short_study.py --plot studies/2026-11-27_why_ppo_does_not_walk_on_ant/short_study.png
+    python studies/2026-11-27_why_ppo_does_not_walk_on_ant/short_study.py \\
+        > studies/2026-11-27_why_ppo_does_not_walk_on_ant/short_study.md
+    python studies/2026-11-27_why_ppo_does_not_walk_on_ant/short_study.py \\
+        --plot studies/2026-11-27_why_ppo_does_not_walk_on_ant/short_study.png
     python studies/2026-11-27_why_ppo_does_not_walk_on_ant/short_study.py --methods PPO   # one method's defaults only
 
-The old default's runs are the committed ones of studies/2026-11-26_eppo_vs_ppo_short_runs/ant_long/ (seeds 1-5 of its 10; commit 7431552,
-the same commands); the new default's are studies/2026-11-27_why_ppo_does_not_walk_on_ant/short_outputs/ (short_study.sh, commit d3270e2). Every run
-is cut at the step that every run has reached (the header says so while runs are unfinished; no verdict then).
+The old default's runs are the committed ones of studies/2026-11-26_eppo_vs_ppo_short_runs/ant_long/ (seeds 1-5 of
+its 10; commit 7431552, the same commands); the new default's are
+studies/2026-11-27_why_ppo_does_not_walk_on_ant/short_outputs/ (short_study.sh, commit d3270e2). Every run is cut at
+the step that every run has reached (the header says so while runs are unfinished; no verdict then).
 Prints, in Markdown:
 1. per default and method: AULC and Final Return (scripts/summarize.py's definitions), mean ± se over seeds, the
    IQM with its 95% stratified-bootstrap interval, every seed; the paper's one-sided paired t-test of
@@ -84,7 +89,8 @@ def report(cells: dict) -> int:
         if index == 1 and reached < steps_per_task:
             break  # no task has ended yet
         print(f"#### {label}\n")
-        print("| default | method | n | mean ± se | IQM [95% CI] | EPPO_ind > PPO, p | new > old default, p | per seed |")
+        print("| default | method | n | mean ± se | IQM [95% CI] | EPPO_ind > PPO, p | new > old default, p "
+              "| per seed |")
         print("|---|---|---:|---|---|---|---|---|")
         for (default, method), per_seed in metrics.items():
             values = {seed: m[index] for seed, m in per_seed.items()}

@@ -1,8 +1,11 @@
 """The walk from PPO to EPPO_ind and the screen of the critic's readings, as Markdown tables.
 
-    python studies/2026-11-29_eppo_ind_gap_on_ant/analyze.py studies/2026-11-29_eppo_ind_gap_on_ant/outputs [--plot studies/2026-11-29_eppo_ind_gap_on_ant/walk.png]
-    python studies/2026-11-29_eppo_ind_gap_on_ant/analyze.py /work/eppo_critic/runs            # the live runs (partial ones cut)
-    python studies/2026-11-29_eppo_ind_gap_on_ant/analyze.py ROOT --only PPO,EPPO_mse_mean     # some configurations, cut where they are
+    python studies/2026-11-29_eppo_ind_gap_on_ant/analyze.py studies/2026-11-29_eppo_ind_gap_on_ant/outputs \\
+        [--plot studies/2026-11-29_eppo_ind_gap_on_ant/walk.png]
+    # the live runs (partial ones cut)
+    python studies/2026-11-29_eppo_ind_gap_on_ant/analyze.py /work/eppo_critic/runs
+    # some configurations, cut where they are
+    python studies/2026-11-29_eppo_ind_gap_on_ant/analyze.py ROOT --only PPO,EPPO_mse_mean
 
 ROOT holds one folder per configuration (launch.sh's names), each with seed<k>/ run directories (evaluations.csv;
 scalars.csv.gz from `launch.sh --collect`, or a live run's TensorBoard events). Every configuration is cut at the
@@ -11,7 +14,8 @@ step that all runs have reached (an unfinished study gives interim tables, marke
 1. AULC (the mean evaluation return, scripts/summarize.py) and the return at the last task end per configuration:
    mean ± standard error over seeds, each seed's AULC, and for each step of the walk the one-sided paired t-test
    (the paper's) that it loses return against the line above;
-2. AULC per task (the evaluations that measure the task, as studies/2026-11-26_paper_length_v0.1_defaults/analyze.py);
+2. AULC per task (the evaluations that measure the task, as
+   studies/2026-11-26_paper_length_v0.1_defaults/analyze.py);
 3. the critic's diagnostics (the evidential/ tags, means over each run's updates, then over seeds);
 4. the rule (README): each candidate against the walk's EPPO_ind, paired by seed;
 5. the rule's two pipeline checks for --norm-reward, when ROOT/checks/ holds them (launch.sh) and a --norm-reward
@@ -67,9 +71,10 @@ AT_NEW_DEFAULT = {"EPPO_ind+norm-reward+clip-none": "EPPO_ind+norm-reward"}
 
 
 def standing_still_returns(seeds: list) -> dict:
-    """Per seed: the zero action's mean evaluation return on Ant-v5 (the measure of studies/2026-11-27_why_ppo_does_not_walk_on_ant/analyze.py)."""
-    spec = importlib.util.spec_from_file_location("ant_walk_analyze",
-                                                  os.path.join(REPO, "studies", "2026-11-27_why_ppo_does_not_walk_on_ant", "analyze.py"))
+    """Per seed: the zero action's mean evaluation return on Ant-v5 (the measure of
+    studies/2026-11-27_why_ppo_does_not_walk_on_ant/analyze.py)."""
+    spec = importlib.util.spec_from_file_location(
+        "ant_walk_analyze", os.path.join(REPO, "studies", "2026-11-27_why_ppo_does_not_walk_on_ant", "analyze.py"))
     ant_walk = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(ant_walk)
     return ant_walk.standing_still_returns(seeds)
@@ -104,7 +109,8 @@ def pipeline_checks(root: str) -> None:
                             f"{standing[seed]:,.0f})" for seed, first in sorted(firsts.items()))
                 + f"; {walking} of {len(firsts)} seeds walk within {WALK_WITHIN:,}: **{verdict}**")
         print(textwrap.fill(line, 120, break_long_words=False, break_on_hyphens=False) + "\n")  # Markdown lines <= 120
-        # beside the rule's measure, what 2026-11-27_why_ppo_does_not_walk_on_ant's tables also show: how often, and the return at the cut
+        # beside the rule's measure, what 2026-11-27_why_ppo_does_not_walk_on_ant's tables also show: how often, and
+        # the return at the cut
         later = [(seed, e) for seed, evaluations in ant.items() for e in evaluations if 0 < e.global_step <= done]
         above = sum(e.return_mean > standing[seed] for seed, e in later)
         print(f"Evaluations above standing still: {above} of {len(later)}; return at step {done:,}: "

@@ -1,9 +1,12 @@
 """A run directory's TensorBoard scalars that the analysis reads, as one small CSV to commit or stash.
 
     python studies/2026-11-29_eppo_ind_gap_on_ant/scalars.py RUN_DIR OUT.csv.gz [--tags TAG,TAG,...]
-    python studies/2026-11-29_eppo_ind_gap_on_ant/scalars.py --collect RUNS OUTPUTS [--tags ...] [--runs GLOB]  # each run: OUTPUTS/<run>/
-    python studies/2026-11-29_eppo_ind_gap_on_ant/scalars.py --stash RUNS STORE [--tags ...] [--runs GLOB]      # each resume point in STORE
-    python studies/2026-11-29_eppo_ind_gap_on_ant/scalars.py --restore RUNS STORE                               # the stashed CSVs back
+    # each run: OUTPUTS/<run>/
+    python studies/2026-11-29_eppo_ind_gap_on_ant/scalars.py --collect RUNS OUTPUTS [--tags ...] [--runs GLOB]
+    # each resume point in STORE
+    python studies/2026-11-29_eppo_ind_gap_on_ant/scalars.py --stash RUNS STORE [--tags ...] [--runs GLOB]
+    # the stashed CSVs back
+    python studies/2026-11-29_eppo_ind_gap_on_ant/scalars.py --restore RUNS STORE
 
 Columns: tag, step, value (gzip-compressed CSV); the tags under evidential/ and losses/ and charts/action_std, one
 point per update (the returns are in evaluations.csv); --tags keeps these tags alone (the paper-length runs of
@@ -12,12 +15,14 @@ The event files are megabytes per seed over a run and are not carried from one m
 the checkpoint and the CSV logs); so `launch.sh --stash` stores this CSV beside each resume point, a launch on a
 fresh machine puts it back as RUN_DIR/scalars.prev.csv.gz, and this script merges it with the run's own events (the
 events win where both have a step: a resume purges the points logged after its checkpoint and logs them again).
-The three store modes do this for a study's launcher (studies/2026-11-29_eppo_ind_gap_on_ant/launch.sh, studies/2026-11-29_paper_length_v0.3_defaults/
-launch.sh), beside studies/2026-11-26_paper_length_v0.1_defaults/resume_store.py's checkpoints: --collect writes OUTPUTS/<run>/scalars.csv.gz
-for each run directory (config.json) under RUNS, --stash STORE/<run>/scalars.csv.gz beside each resume point
-(checkpoint.pt) in STORE; --runs keeps the runs whose path relative to RUNS matches a glob ('*/EPPO_ind/seed*').
---restore copies each STORE/<run>/scalars.csv.gz over RUNS/<run>/scalars.prev.csv.gz where RUNS/<run> exists:
-the store's CSV was written from the run's own scalars.prev.csv.gz and events, so it holds all the older one does.
+The three store modes do this for a study's launcher (studies/2026-11-29_eppo_ind_gap_on_ant/launch.sh,
+studies/2026-11-29_paper_length_v0.3_defaults/launch.sh), beside
+studies/2026-11-26_paper_length_v0.1_defaults/resume_store.py's checkpoints: --collect writes
+OUTPUTS/<run>/scalars.csv.gz for each run directory (config.json) under RUNS, --stash STORE/<run>/scalars.csv.gz
+beside each resume point (checkpoint.pt) in STORE; --runs keeps the runs whose path relative to RUNS matches a glob
+('*/EPPO_ind/seed*'). --restore copies each STORE/<run>/scalars.csv.gz over RUNS/<run>/scalars.prev.csv.gz where
+RUNS/<run> exists: the store's CSV was written from the run's own scalars.prev.csv.gz and events, so it holds all the
+older one does.
 """
 
 import argparse

@@ -1,6 +1,7 @@
 """How often one state's UCB bonus holds a whole rollout's advantage spread, per task.
 
-    python studies/2026-11-29_paper_length_v0.3_defaults/swamping.py paralysis/Ant/back-one [--outputs DIR] [--seeds 1-5]
+    python studies/2026-11-29_paper_length_v0.3_defaults/swamping.py paralysis/Ant/back-one [--outputs DIR] \\
+        [--seeds 1-5]
 
 Reads each EPPO_ind seed's scalars.csv.gz under DIR/SETTING/EPPO_ind/ (launch.sh --collect; DIR defaults to this
 study's outputs/; --seeds: only those seeds, e.g. the finished ones while others still run). Per update,

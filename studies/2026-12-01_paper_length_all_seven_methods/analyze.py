@@ -4,10 +4,10 @@
 
 Reads SETTING's runs, METHOD/seed<N>/ (config.json, evaluations.csv, plasticity.csv, summary.json), under each root
 of ROOTS: this study's outputs (PFO, CB, PPO_DRND, EPPO_mean, EPPO_cor; `launch.sh --collect`) and
-studies/2026-11-29_paper_length_v0.3_defaults/outputs (PPO and EPPO_ind, which main still produces bit for bit: README.md). A method
-is read from the first root that has it. Only finished runs count (summary.json and every evaluation); the header
-lists each method's seeds and its runs' commit, and a table with fewer than the 8 reporting seeds of any method says
-it is interim (no verdict). Prints, in Markdown:
+studies/2026-11-29_paper_length_v0.3_defaults/outputs (PPO and EPPO_ind, which main still produces bit for bit:
+README.md). A method is read from the first root that has it. Only finished runs count (summary.json and every
+evaluation); the header lists each method's seeds and its runs' commit, and a table with fewer than the 8 reporting
+seeds of any method says it is interim (no verdict). Prints, in Markdown:
 1. AULC and Final Return (scripts/summarize.py's definitions) in the paper's layout, one column per method: mean ±
    se over seeds; the best mean in bold; underlined, a method the paper's test (one-sided paired t-test of the best
    against it, its appendix "Statistical significance") cannot tell from the best (p >= 0.05); then the paper's mean
@@ -37,13 +37,16 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
-spec = importlib.util.spec_from_file_location("paper_length_analyze", os.path.join(REPO, "studies", "2026-11-26_paper_length_v0.1_defaults", "analyze.py"))
+spec = importlib.util.spec_from_file_location("paper_length_analyze",
+                                              os.path.join(REPO, "studies", "2026-11-26_paper_length_v0.1_defaults",
+                                                           "analyze.py"))
 paper_length = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(paper_length)
 summarize, runlist = paper_length.summarize, paper_length.runlist
 
 METHODS = tuple(runlist.METHODS)  # the paper's column order: PPO, PFO, CB, PPO_DRND, EPPO_mean, EPPO_cor, EPPO_ind
-ROOTS = (os.path.join(HERE, "outputs"), os.path.join(REPO, "studies", "2026-11-29_paper_length_v0.3_defaults", "outputs"))
+ROOTS = (os.path.join(HERE, "outputs"),
+         os.path.join(REPO, "studies", "2026-11-29_paper_length_v0.3_defaults", "outputs"))
 REPORTING_SEEDS = 8
 PAPER_SEEDS = paper_length.PAPER_SEEDS
 ALPHA = summarize.SIGNIFICANCE_LEVEL
@@ -91,7 +94,8 @@ def marked(text: str, best: bool, underlined: bool) -> str:
 
 
 def metric_values(runs: dict, metric: str) -> dict:
-    return {method: {seed: getattr(run, metric) for seed, (run, _, _) in by_seed.items()} for method, by_seed in runs.items()}
+    return {method: {seed: getattr(run, metric) for seed, (run, _, _) in by_seed.items()}
+            for method, by_seed in runs.items()}
 
 
 def print_main_table(runs: dict, setting) -> dict:
@@ -139,7 +143,8 @@ def print_per_task(runs: dict, setting) -> None:
     print("| task | parameter | " + " | ".join(methods) + " |")
     print("|---|---|" + "---|" * len(methods))
     for task in range(any_run.num_tasks):
-        values = {m: {seed: paper_length.task_aulcs(run.evaluations, run.steps_per_task, run.evaluations[-1].global_step)[task]
+        values = {m: {seed: paper_length.task_aulcs(run.evaluations, run.steps_per_task,
+                                                    run.evaluations[-1].global_step)[task]
                       for seed, (run, _, _) in runs[m].items()} for m in methods}
         shown = bold_underline(values)
         print(f"| {task} | {paper_length.setting_parameter(setting, task)} | "
@@ -176,8 +181,9 @@ def print_plasticity(runs: dict) -> None:
     for network in NETWORKS:
         for metric in HIGHER_IS_BETTER:
             values = plasticity_values(runs, network, metric)
-            print(f"| {network} | {metric} | " + " | ".join("{:.1f} ± {:.1f}".format(*summarize.mean_se(values[m].values()))
-                                                       for m in methods) + " |")
+            print(f"| {network} | {metric} | "
+                  + " | ".join("{:.1f} ± {:.1f}".format(*summarize.mean_se(values[m].values())) for m in methods)
+                  + " |")
     for network in NETWORKS:
         for metric, higher in HIGHER_IS_BETTER.items():
             values = plasticity_values(runs, network, metric)
@@ -185,8 +191,8 @@ def print_plasticity(runs: dict) -> None:
             print("| | " + " | ".join(methods[:-1]) + " |")
             print("|---|" + "---|" * (len(methods) - 1))
             for row, cells in lower_triangle(values, higher):
-                print(f"| {row} | " + " | ".join(f"{p:.3f}" for p in cells) + " |" * (len(methods) - 1 - len(cells)) + " |"
-                      if cells else f"| {row} |" + " |" * (len(methods) - 1))
+                print(f"| {row} | " + " | ".join(f"{p:.3f}" for p in cells) + " |" * (len(methods) - 1 - len(cells))
+                      + " |" if cells else f"| {row} |" + " |" * (len(methods) - 1))
 
 
 def paired_two_sided(a: dict, b: dict) -> float:

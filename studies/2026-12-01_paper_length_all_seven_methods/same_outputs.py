@@ -1,9 +1,10 @@
 """Whether the work tree's scripts still produce what a pinned commit's produce, bit for bit, on this machine.
 
-The committed PPO and EPPO_ind runs at the paper's length (studies/2026-11-29_paper_length_v0.3_defaults) ran the code of 1fd797b;
-they stand beside this study's runs only if main still produces them. This compares, as the golden tests compare
-commits (tests/golden_outputs.py: evaluations.csv and plasticity.csv verbatim, SHA-256 of every checkpoint tensor),
-the commit's scripts (exported with git archive) and the work tree's, at their defaults, in two configurations:
+The committed PPO and EPPO_ind runs at the paper's length (studies/2026-11-29_paper_length_v0.3_defaults) ran the
+code of 1fd797b; they stand beside this study's runs only if main still produces them. This compares, as the golden
+tests compare commits (tests/golden_outputs.py: evaluations.csv and plasticity.csv verbatim, SHA-256 of every
+checkpoint tensor), the commit's scripts (exported with git archive) and the work tree's, at their defaults, in two
+configurations:
 
 - the golden tests' tiny runs (HalfCheetah-v5 paralysis back-one, one seed and two seeds in one process);
 - a short run of the study's own setting: Ant-v5 paralysis back-one, all 9 tasks of 2,048 steps, seeds 1-3 in one
@@ -54,12 +55,13 @@ def main(argv: list) -> int:
             configurations = [("tiny, 1 seed", (), True, 1), ("tiny, 2 seeds", tuple(two_seed_flags(script)), True, 2),
                               ("Ant back-one, 9 x 2,048 steps, 3 seeds", ANT_FLAGS, False, 3)]
             for label, extra, tiny, seeds in configurations:
-                runs = {name: fingerprints(script, flags, extra, root, os.path.join(tmp, f"{name}-{len(os.listdir(tmp))}"),
-                                           tiny, seeds)
+                runs = {name: fingerprints(script, flags, extra, root,
+                                           os.path.join(tmp, f"{name}-{len(os.listdir(tmp))}"), tiny, seeds)
                         for name, root in (("pinned", os.path.join(tmp, "pinned")), ("work tree", REPO_ROOT))}
                 changed = golden_outputs.differences(runs["work tree"], runs["pinned"])
                 differ += bool(changed)
-                print(f"{command} ({label}): " + ("bit for bit equal" if not changed else "DIFFERENT: " + "; ".join(changed[:5])))
+                print(f"{command} ({label}): "
+                      + ("bit for bit equal" if not changed else "DIFFERENT: " + "; ".join(changed[:5])))
     return 1 if differ else 0
 
 

@@ -69,8 +69,8 @@ def test_an_environment_the_imports_read_gets_a_fresh_interpreter(tmp_path):
     """OMP_NUM_THREADS, PYTHONPATH, ...: read when torch or Python starts, so such a run cannot be a fork."""
     for env, kind in (({"OMP_NUM_THREADS": "3"}, subprocess.Popen), ({"PYTHONPATH": "/"}, subprocess.Popen),
                       ({"COLUMNS": "80"}, tiny_run.PreloadedProcess)):
-        process = tiny_run.start_command([sys.executable, "-c", "import os; print(os.environ['" + next(iter(env)) + "'])"],
-                                 REPO_ROOT, env)
+        process = tiny_run.start_command(
+            [sys.executable, "-c", "import os; print(os.environ['" + next(iter(env)) + "'])"], REPO_ROOT, env)
         assert isinstance(process, kind) and process.communicate(timeout=120)[0] == next(iter(env.values())) + "\n"
     result = probe(tmp_path, "normal", env={"PYTHONPATH": str(tmp_path / "extra")})
     assert str(tmp_path / "extra") in json.loads(result.stdout.splitlines()[0])["path"]

@@ -108,7 +108,8 @@ def test_log_std_init_clamp_and_learning():
     log_std = clamped.action_log_std()
     assert torch.equal(log_std[0], torch.full((1, 4), -1.0)) and torch.equal(log_std[1], torch.full((1, 4), -1.5))
     ppo.gaussian_entropy(log_std).sum().backward()  # d entropy / d log_std = 1 per entry where it passes
-    assert torch.equal(clamped.log_std.grad[0], torch.zeros(1, 4)) and torch.equal(clamped.log_std.grad[1], torch.ones(1, 4))
+    assert (torch.equal(clamped.log_std.grad[0], torch.zeros(1, 4))
+            and torch.equal(clamped.log_std.grad[1], torch.ones(1, 4)))
 
     fixed = ppo.Actor(5, 4, network_args(log_std_init=-1.0, learn_log_std=False), generators(1))
     optimizer = ppo.SeedwiseAdam(fixed.parameters(), lr=0.1)

@@ -345,7 +345,8 @@ def reference_drnd_batch(run, rollout, history, k: int) -> dict:
             int_advantages[t, env] = later
     ppo = ref.reference_ppo_batch(run, rollout, k)
     return {**ppo, "bonus": bonus, "sums": sums, "sums_var": sums_var, "int_rewards": int_rewards,
-            "int_values": int_values.ravel(), "next_int_values": next_int_values, "int_advantages": int_advantages.ravel(),
+            "int_values": int_values.ravel(), "next_int_values": next_int_values,
+            "int_advantages": int_advantages.ravel(),
             "int_returns": (int_advantages + int_values).ravel(), "standardized": standardized, "predicted": predicted,
             "policy_advantages": args.ext_coef * ppo["advantages"] + args.int_coef * int_advantages.ravel()}
 

@@ -106,12 +106,14 @@ def test_tiny_run_logs_every_shrink_and_perturb(snp_run, seed):
 def test_bad_snp_flags_exit_2_naming_the_flag(flag, value, tmp_path):
     result = run_script(SCRIPT, tmp_path / "run", flag, value, timeout=120)
     assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[-2000:]
-    assert result.stderr.startswith("error: ") and flag in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert (result.stderr.startswith("error: ") and flag in result.stderr
+            and len(result.stderr.strip().splitlines()) == 1)
 
 
 def test_help_lists_the_snp_flags_and_importing_has_no_side_effects():
     result = run_command([sys.executable, os.path.join(REPO_ROOT, SCRIPT), "--help"], REPO_ROOT, timeout=120)
-    assert result.returncode == 0 and all(f in result.stdout for f in ("--snp-frequency", "--snp-shrink", "--snp-perturb"))
+    assert result.returncode == 0 and all(f in result.stdout
+                                          for f in ("--snp-frequency", "--snp-shrink", "--snp-perturb"))
     assert snp.method_name(snp.Args()) == "PPO_SnP"
 
 

@@ -134,7 +134,8 @@ def test_ant_matches_gymnasium(experiment, strategy, friction_mode, tasks, switc
         ("paralysis", "cross-v1", "floor", (0, 3, 4, 5), {55: [(0, 4), (2, 0)], 160: [(3, 8)]}, 2.0, np.float32),
     ],
 )
-def test_half_cheetah_matches_gymnasium(experiment, strategy, friction_mode, tasks, switches, action_scale, action_dtype):
+def test_half_cheetah_matches_gymnasium(experiment, strategy, friction_mode, tasks, switches, action_scale,
+                                        action_dtype):
     compared, terminations, truncations = _assert_same_as_gymnasium(
         "HalfCheetah-v5",
         experiment,

@@ -347,8 +347,8 @@ QUIET_START_SCRIPT = textwrap.dedent(
 
 
 def test_env_creation_is_quiet_and_writes_no_mujoco_log(tmp_path):
-    result = subprocess.run([sys.executable, "-c", QUIET_START_SCRIPT, str(REPO_ROOT), xml_path("HalfCheetah-v5")], cwd=tmp_path,
-                            capture_output=True, text=True, timeout=120)
+    result = subprocess.run([sys.executable, "-c", QUIET_START_SCRIPT, str(REPO_ROOT), xml_path("HalfCheetah-v5")],
+                            cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     building, after = result.stderr.split("== built ==\n")
     assert "WARNING" not in building and "WARNING" not in result.stdout, building + result.stdout

@@ -16,7 +16,8 @@ from fake_algorithm import write_launched_run
 from tiny_run import REPO_ROOT
 
 spec = importlib.util.spec_from_file_location("eppo_critic_analyze",
-                                              os.path.join(REPO_ROOT, "studies", "2026-11-29_eppo_ind_gap_on_ant", "analyze.py"))
+                                              os.path.join(REPO_ROOT, "studies", "2026-11-29_eppo_ind_gap_on_ant",
+                                                           "analyze.py"))
 analyze = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(analyze)
 spec = importlib.util.spec_from_file_location(
@@ -162,9 +163,9 @@ def test_scalars_store_modes_carry_a_runs_scalars_from_one_machine_to_the_next(t
 
 
 def test_the_v03_paper_length_launcher_carries_the_eppo_runs_scalars_with_the_paper_length_launchers_outputs(tmp_path):
-    """studies/2026-11-29_paper_length_v0.3_defaults/launch.sh on a hand-made root (nothing trains): --collect and --stash do what
-    studies/2026-11-26_paper_length_v0.1_defaults/launch.sh does, plus the EPPO_ind runs' scalars of its three tags (PPO's none); a bad flag
-    exits 2 with the usage before any scalars are touched."""
+    """studies/2026-11-29_paper_length_v0.3_defaults/launch.sh on a hand-made root (nothing trains): --collect and
+    --stash do what studies/2026-11-26_paper_length_v0.1_defaults/launch.sh does, plus the EPPO_ind runs' scalars of
+    its three tags (PPO's none); a bad flag exits 2 with the usage before any scalars are touched."""
     import subprocess
 
     root, outputs, store = tmp_path / "root", tmp_path / "outputs", tmp_path / "store"
@@ -279,12 +280,13 @@ def test_the_evidence_at_the_new_default_compares_each_line_with_its_one_flag_ba
     # every AULC is level + 50, so the gain is 350 / 3,150 and the tests are on the levels
     p_base = stats.ttest_rel([1100, 1150, 1100], [1000, 1100, 900], alternative="greater").pvalue
     p_ppo = stats.ttest_rel([1100, 1150, 1100], [1200, 1000, 1000], alternative="greater").pvalue
-    assert row == f"| EPPO_ind+norm-reward+clip-none | EPPO_ind+norm-reward | yes | +11.1% | {p_base:.3f} | {p_ppo:.3f} |"
+    assert row == (f"| EPPO_ind+norm-reward+clip-none | EPPO_ind+norm-reward | yes | +11.1% | {p_base:.3f} "
+                   f"| {p_ppo:.3f} |")
 
 
 def test_swamping_counts_the_updates_where_one_state_holds_half_the_normalized_spread(tmp_path, capsys):
-    """studies/2026-11-29_paper_length_v0.3_defaults/swamping.py: z^2 / (N - 1) >= 0.5 marks an update; per task, mean ± se over
-    seeds of the median z, that share, and the median largest var[V] (N = 100 here: z >= 7.04 is swamped)."""
+    """studies/2026-11-29_paper_length_v0.3_defaults/swamping.py: z^2 / (N - 1) >= 0.5 marks an update; per task, mean
+    ± se over seeds of the median z, that share, and the median largest var[V] (N = 100 here: z >= 7.04 is swamped)."""
     setting = tmp_path / "paralysis" / "Ant" / "back-one" / "EPPO_ind"
     zs = {1: ([4.0, 8.0, 9.0, 3.0], [3.0, 3.0, 3.0, 9.9]), 2: ([4.0, 4.0, 4.0, 4.0], [7.0, 7.1, 3.0, 5.0])}
     for seed, (task0, task1) in zs.items():
@@ -321,8 +323,10 @@ def test_swamping_counts_the_updates_where_one_state_holds_half_the_normalized_s
     ("evidence_tables.md", "PPO,EPPO_mse_mean,EPPO_mean,EPPO_ind,EPPO_ind+clip-none,EPPO_ind+nll-mse-omega"),
     ("clip_new_default_tables.md", "EPPO_ind,EPPO_ind+norm-reward,EPPO_ind+norm-reward+clip-none,PPO+norm-reward")])
 def test_the_committed_tables_are_what_the_readme_commands_print_from_the_committed_outputs(tables, only, capsys):
-    """The study's tables are recomputable: analyze.py --only (the README's commands) on studies/2026-11-29_eppo_ind_gap_on_ant/outputs."""
-    assert analyze.main([os.path.join(REPO_ROOT, "studies", "2026-11-29_eppo_ind_gap_on_ant", "outputs"), "--only", only]) == 0
+    """The study's tables are recomputable: analyze.py --only (the README's commands) on
+    studies/2026-11-29_eppo_ind_gap_on_ant/outputs."""
+    assert analyze.main([os.path.join(REPO_ROOT, "studies", "2026-11-29_eppo_ind_gap_on_ant", "outputs"),
+                         "--only", only]) == 0
     with open(os.path.join(REPO_ROOT, "studies", "2026-11-29_eppo_ind_gap_on_ant", tables)) as f:
         assert capsys.readouterr().out == f.read()
 

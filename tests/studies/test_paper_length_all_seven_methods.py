@@ -13,8 +13,8 @@ from scipy import stats
 from fake_algorithm import write_run
 from tiny_run import REPO_ROOT
 
-spec = importlib.util.spec_from_file_location("baselines_analyze",
-                                              os.path.join(REPO_ROOT, "studies", "2026-12-01_paper_length_all_seven_methods", "analyze.py"))
+spec = importlib.util.spec_from_file_location(
+    "baselines_analyze", os.path.join(REPO_ROOT, "studies", "2026-12-01_paper_length_all_seven_methods", "analyze.py"))
 analyze = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(analyze)
 STUDY = os.path.join(REPO_ROOT, "studies", "2026-12-01_paper_length_all_seven_methods")
@@ -184,7 +184,8 @@ def test_the_probes_reading_is_the_readmes_rule(cb_shift, ppo_shift, expected):
         shift = cb_shift if cb_shift is not None else (10.0 if network == "critic" else 0.0)
         dormant[cb_dormancy.PROBE][network] = dict(probe)
         dormant[cb_dormancy.CB][network] = {s: v + shift + 0.5 * noise[i] for i, (s, v) in enumerate(probe.items())}
-        dormant[cb_dormancy.PPO][network] = {s: v + ppo_shift - 0.5 * noise[i] for i, (s, v) in enumerate(probe.items())}
+        dormant[cb_dormancy.PPO][network] = {s: v + ppo_shift - 0.5 * noise[i]
+                                             for i, (s, v) in enumerate(probe.items())}
     reading, p = cb_dormancy.probe_reading(dormant)
     assert reading == expected
     for network in analyze.NETWORKS:
@@ -249,7 +250,8 @@ def test_what_users_read_of_each_baseline_is_the_committed_tables(setting, table
     assert sorted(committed) == sorted(analyze.METHODS) and all(seeds == 8 for _, seeds, _, _ in committed.values())
     readme = _table_after("README.md", "| setting | PPO | PFO | CB | PPO_DRND | EPPO_mean | EPPO_cor | EPPO_ind |")
     reproduction = _table_after(os.path.join("docs", "reproduction.md"),
-                                "| AULC, ours / the paper | PPO | PFO | CB | PPO_DRND | EPPO_mean | EPPO_cor | EPPO_ind |")
+                                "| AULC, ours / the paper | PPO | PFO | CB | PPO_DRND | EPPO_mean | EPPO_cor "
+                                "| EPPO_ind |")
     for method in analyze.METHODS:
         readme_cell = readme[f"{setting}-v5"][method]
         reproduction_cell = reproduction[f"{setting} `back-one`"][method]
@@ -276,7 +278,8 @@ def test_the_studys_results_are_the_committed_tables(section, tables, verdict):
         text = f.read()
     assert verdict in text
     if "halfcheetah" in tables:
-        ordering = _table_after(os.path.join(STUDY, tables), "## The paper's ordering (README.md's reading of HalfCheetah, written before the results)")
+        ordering = _table_after(os.path.join(STUDY, tables), "## The paper's ordering (README.md's reading of "
+                                                             "HalfCheetah, written before the results)")
         for method in ("EPPO_mean", "EPPO_cor", "EPPO_ind"):
             assert result["against our PPO, paired one-sided p (above)"][method] == ordering[f"{method} above PPO"]["p"]
 
@@ -284,7 +287,8 @@ def test_the_studys_results_are_the_committed_tables(section, tables, verdict):
 def test_the_studys_cost_table_is_the_committed_tables():
     """The Cost section's table is copied by hand from the tables' --cost rows: each cell 'core-hours (steps/s)'."""
     readme = _table_after(os.path.join(STUDY, "README.md"),
-                          "| core-hours per seed (training steps/s per process) | PPO | PFO | CB | PPO_DRND | EPPO_mean | EPPO_cor | EPPO_ind |")
+                          "| core-hours per seed (training steps/s per process) | PPO | PFO | CB | PPO_DRND "
+                          "| EPPO_mean | EPPO_cor | EPPO_ind |")
     for setting, tables in (("Ant", "ant_tables.md"), ("HalfCheetah", "halfcheetah_tables.md")):
         cost = _table_after(os.path.join(STUDY, tables), "## Cost (summary.json)")
         for method in analyze.METHODS:

@@ -1,7 +1,7 @@
-"""The study "the paper's length: PPO against EPPO_ind at v0.1's defaults", studies/2026-11-26_paper_length_v0.1_defaults/:
-analyze.py's tables, final_episodes.py, anchor.py, resume_store.py and launch.sh on synthetic run directories with known
-answers; and compare.py of its rerun at v0.2's defaults, studies/2026-11-27_paper_length_v0.2_defaults/, with both
-studies' committed tables held to their README's commands."""
+"""The study "the paper's length: PPO against EPPO_ind at v0.1's defaults",
+studies/2026-11-26_paper_length_v0.1_defaults/: analyze.py's tables, final_episodes.py, anchor.py, resume_store.py and
+launch.sh on synthetic run directories with known answers; and compare.py of its rerun at v0.2's defaults,
+studies/2026-11-27_paper_length_v0.2_defaults/, with both studies' committed tables held to their README's commands."""
 
 import importlib.util
 import json
@@ -15,20 +15,22 @@ from scipy import stats
 from fake_algorithm import write_launched_run, write_run
 from tiny_run import REPO_ROOT, run_script, run_until_checkpoint_then_stop
 
-spec = importlib.util.spec_from_file_location("paper_length_analyze",
-                                              os.path.join(REPO_ROOT, "studies", "2026-11-26_paper_length_v0.1_defaults", "analyze.py"))
+spec = importlib.util.spec_from_file_location(
+    "paper_length_analyze", os.path.join(REPO_ROOT, "studies", "2026-11-26_paper_length_v0.1_defaults", "analyze.py"))
 analyze = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(analyze)
-spec = importlib.util.spec_from_file_location("paper_length_final_episodes",
-                                              os.path.join(REPO_ROOT, "studies", "2026-11-26_paper_length_v0.1_defaults", "final_episodes.py"))
+spec = importlib.util.spec_from_file_location(
+    "paper_length_final_episodes",
+    os.path.join(REPO_ROOT, "studies", "2026-11-26_paper_length_v0.1_defaults", "final_episodes.py"))
 final_episodes = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(final_episodes)
-spec = importlib.util.spec_from_file_location("paper_length_anchor",
-                                              os.path.join(REPO_ROOT, "studies", "2026-11-26_paper_length_v0.1_defaults", "anchor.py"))
+spec = importlib.util.spec_from_file_location(
+    "paper_length_anchor", os.path.join(REPO_ROOT, "studies", "2026-11-26_paper_length_v0.1_defaults", "anchor.py"))
 anchor = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(anchor)
-spec = importlib.util.spec_from_file_location("paper_length_resume_store",
-                                              os.path.join(REPO_ROOT, "studies", "2026-11-26_paper_length_v0.1_defaults", "resume_store.py"))
+spec = importlib.util.spec_from_file_location(
+    "paper_length_resume_store",
+    os.path.join(REPO_ROOT, "studies", "2026-11-26_paper_length_v0.1_defaults", "resume_store.py"))
 resume_store = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(resume_store)
 
@@ -62,7 +64,8 @@ def test_tables_of_a_complete_setting(tmp_path, capsys):
     # seeds), far beyond both standard errors (p < 0.0005)
     assert "| PPO | 3 | 229 ± 0 | 229 [228, 230] | 1.000 (n 3) | 2,009 ± 312 | 0.000 | 1: 228, 2: 229, 3: 230 |" in out
     # EPPO_ind seed 1: (990 + 2 * 101 + 4 * 1001) / 7 = 742
-    assert "| EPPO_ind | 3 | 743 ± 0 | 743 [742, 744] | 0.000 (n 3) | 2,724 ± 174 | 0.000 | 1: 742, 2: 743, 3: 744 |" in out
+    assert ("| EPPO_ind | 3 | 743 ± 0 | 743 [742, 744] | 0.000 (n 3) | 2,724 ± 174 | 0.000 | 1: 742, 2: 743, 3: 744 |"
+            in out)
     # Final Return: the returns at the 3 task ends, beside the paper's
     assert "| EPPO_ind | 3 | 702 ± 1 | 702 [701, 703] | 0.000 (n 3) | 2,977 ± 169 | 0.000 |" in out
     # per task: task 0 equal (AULC (990 + 2 * 102) / 3 = 398, p 1.000; at its end 100 + seed = 102 ± 1), tasks 1
@@ -85,7 +88,8 @@ def test_tables_of_a_complete_setting(tmp_path, capsys):
     # --seeds: only the named seeds (the finished ones while others still run), every table over them alone
     assert analyze.main([str(setting_dir), "--seeds", "1-2"]) == 0
     out = capsys.readouterr().out
-    assert "| PPO | 2 | 228 ± 0 |" in out and "1: 228, 2: 229 |" in out and "| 3 |" not in out.split("standing still")[1]
+    assert ("| PPO | 2 | 228 ± 0 |" in out and "1: 228, 2: 229 |" in out
+            and "| 3 |" not in out.split("standing still")[1])
 
 
 def test_unfinished_runs_are_cut_at_their_common_step_and_say_so(tmp_path, capsys):
@@ -93,7 +97,8 @@ def test_unfinished_runs_are_cut_at_their_common_step_and_say_so(tmp_path, capsy
     # seed 2 of EPPO_ind has only reached step 150
     path = setting_dir / "EPPO_ind" / "seed2" / "evaluations.csv"
     rows = path.read_text().splitlines()
-    path.write_text("\n".join(row for row in rows if row.startswith("global_step") or int(row.split(",")[0]) <= 150) + "\n")
+    path.write_text("\n".join(row for row in rows if row.startswith("global_step") or int(row.split(",")[0]) <= 150)
+                    + "\n")
     assert analyze.main([str(setting_dir)]) == 0
     out = capsys.readouterr().out
     assert "cut at step 150 of 300 per seed (UNFINISHED: 1 of 3 tasks ended; no verdict)" in out
@@ -203,8 +208,8 @@ def test_anchor_table_and_its_check_against_the_paralysis_runs_task_0(tmp_path, 
     assert "| 2 | identical so far (5 evaluations, up to step 400) |" in out
 
 
-spec = importlib.util.spec_from_file_location("paper_length_compare",
-                                              os.path.join(REPO_ROOT, "studies", "2026-11-27_paper_length_v0.2_defaults", "compare.py"))
+spec = importlib.util.spec_from_file_location(
+    "paper_length_compare", os.path.join(REPO_ROOT, "studies", "2026-11-27_paper_length_v0.2_defaults", "compare.py"))
 compare = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(compare)
 
@@ -222,7 +227,8 @@ def test_the_new_default_beside_the_old(tmp_path, capsys):
     assert "cut at step 300 of 300 per seed (every run complete)" in out
     # new PPO seed 1: AULC (990 + 6 * 1,001) / 7 = 999.4; old PPO seed 1: (990 + 6 * 101) / 7 = 228.0. Welch against
     # the paper's 2,009 ± 312 (sd 312 sqrt(15) over 15 seeds): t = -1,009 / 312 = -3.2 with ≈ 14 degrees of freedom
-    assert "| PPO | new | 3 | 1,000 ± 0 | 1,000 [999, 1,001] |  | 0.000 (n 3) | 2,009 ± 312 | 0.006 | 1: 999, 2: 1,000, 3: 1,001 |" in out
+    assert ("| PPO | new | 3 | 1,000 ± 0 | 1,000 [999, 1,001] |  | 0.000 (n 3) | 2,009 ± 312 | 0.006 "
+            "| 1: 999, 2: 1,000, 3: 1,001 |") in out
     assert "| PPO | old | 3 | 229 ± 0 | 229 [228, 230] |  |  | 2,009 ± 312 | 0.000 | 1: 228, 2: 229, 3: 230 |" in out
     # new EPPO_ind seed 1: (990 + 6 * 101) / 7 = 228.0, below the new PPO (p 1.000) and below its old 742 (p 1.000)
     assert "| EPPO_ind | new | 3 | 229 ± 0 | 229 [228, 230] | 1.000 (n 3) | 1.000 (n 3) |" in out
@@ -293,11 +299,11 @@ def test_the_new_default_beside_the_old_refuses_an_empty_cut(tmp_path, capsys):
 
 
 def test_a_stashed_run_resumes_bit_for_bit_on_a_fresh_machine(tmp_path, capsys):
-    """The study's runs across machines (studies/2026-11-26_paper_length_v0.1_defaults/resume_store.py): a two-seed tiny PPO run stopped by
-    SIGTERM, its resume points stashed into a store, restored into the empty run root of a "fresh machine" and
-    resumed there, logs exactly the evaluations and plasticity of the same run left uninterrupted. Restore never moves
-    a run back; once the run has finished, stash drops its resume points and restore brings back its collected
-    outputs (summary.json included), so the sweep would skip it."""
+    """The study's runs across machines (studies/2026-11-26_paper_length_v0.1_defaults/resume_store.py): a two-seed
+    tiny PPO run stopped by SIGTERM, its resume points stashed into a store, restored into the empty run root of a
+    "fresh machine" and resumed there, logs exactly the evaluations and plasticity of the same run left uninterrupted.
+    Restore never moves a run back; once the run has finished, stash drops its resume points and restore brings back
+    its collected outputs (summary.json included), so the sweep would skip it."""
     flags = ("--num-seeds", "2", "--checkpoint-frequency", "128")
     setting = os.path.join("paralysis", "HalfCheetah", "back-one", "PPO")
     reference = tmp_path / "reference"
@@ -344,9 +350,9 @@ def test_a_stashed_run_resumes_bit_for_bit_on_a_fresh_machine(tmp_path, capsys):
 
 
 def test_the_launcher_reports_collects_and_stashes_a_study_root(tmp_path):
-    """studies/2026-11-26_paper_length_v0.1_defaults/launch.sh's modes on a hand-made root (nothing trains): --status prints each run's steps,
-    --collect copies the small outputs, --stash the unfinished run's resume point (a finished run's is dropped); a
-    bad flag and a pin that is not a commit exit with an error, starting nothing."""
+    """studies/2026-11-26_paper_length_v0.1_defaults/launch.sh's modes on a hand-made root (nothing trains): --status
+    prints each run's steps, --collect copies the small outputs, --stash the unfinished run's resume point (a finished
+    run's is dropped); a bad flag and a pin that is not a commit exit with an error, starting nothing."""
     import subprocess
 
     root, outputs, store = tmp_path / "root", tmp_path / "outputs", tmp_path / "store"
@@ -360,7 +366,8 @@ def test_the_launcher_reports_collects_and_stashes_a_study_root(tmp_path):
            "PAPER_LENGTH_STORE": str(store)}
 
     def launch(*flags, **extra):
-        return subprocess.run(["bash", os.path.join(REPO_ROOT, "studies", "2026-11-26_paper_length_v0.1_defaults", "launch.sh"), *flags],
+        return subprocess.run(["bash", os.path.join(REPO_ROOT, "studies", "2026-11-26_paper_length_v0.1_defaults",
+                                                    "launch.sh"), *flags],
                               env={**env, **extra}, capture_output=True, text=True, timeout=120)
 
     status = launch("--status")

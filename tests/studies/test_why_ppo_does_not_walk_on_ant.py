@@ -27,7 +27,8 @@ def load(name: str):
 
 collect, analyze = load("collect"), load("analyze")
 # halfcheetah_check imports its neighbour analyze by that name: lend it ours while it loads, then give the name back
-# (studies/2026-11-26_paper_length_v0.1_defaults has an analyze.py of its own, imported by that name in tests/studies/test_paper_length_v0_1_defaults.py)
+# (studies/2026-11-26_paper_length_v0.1_defaults has an analyze.py of its own, imported by that name in
+# tests/studies/test_paper_length_v0_1_defaults.py)
 _previous_analyze = sys.modules.get("analyze")
 sys.modules["analyze"] = analyze
 try:
@@ -62,12 +63,14 @@ def test_training_rows_summarize_the_events_between_evaluations(tmp_path):
     rows = collect.training_rows(str(tmp_path))
     assert [row[0] for row in rows] == [0, 100, 200]
     assert rows[0] == [0, "", "", ""]
-    assert rows[1][1] == pytest.approx(0.8) and rows[1][2] == pytest.approx(100 / 3) and rows[1][3] == pytest.approx(-2 / 3)
+    assert (rows[1][1] == pytest.approx(0.8) and rows[1][2] == pytest.approx(100 / 3)
+            and rows[1][3] == pytest.approx(-2 / 3))
     assert rows[2][1] == pytest.approx(0.7) and rows[2][2] == pytest.approx(70) and rows[2][3] == pytest.approx(10)
 
 
 def test_at_step_takes_the_evaluation_or_the_mean_of_its_two_neighbours():
-    rows = [{"global_step": str(s), "return_mean": str(v)} for s, v in ((240_000, 100.0), (260_000, 300.0), (500_000, 7.0))]
+    rows = [{"global_step": str(s), "return_mean": str(v)}
+            for s, v in ((240_000, 100.0), (260_000, 300.0), (500_000, 7.0))]
     assert analyze.at_step(rows, 500_000) == 7.0
     assert analyze.at_step(rows, 250_000) == 200.0
     assert analyze.at_step(rows, 1_000_000) is None  # not reached
@@ -98,7 +101,8 @@ def test_summary_counts_evaluations_above_standing_still(tmp_path, monkeypatch):
 def test_the_halfcheetah_check_is_the_paired_one_sided_t_test_in_closed_form():
     """Three seeds: differences -2, -1, +6 (mean 1, sd sqrt(19)), t = 1 / (sqrt(19) / sqrt(3)); with 2 degrees of
     freedom the t distribution's CDF is 1/2 + t / (2 sqrt(2 + t^2)), which is p for "lower than the baseline"."""
-    seeds, difference, p = halfcheetah_check.paired_less({1: 10.0, 2: 20.0, 3: 36.0, 4: 1.0}, {1: 12.0, 2: 21.0, 3: 30.0})
+    seeds, difference, p = halfcheetah_check.paired_less({1: 10.0, 2: 20.0, 3: 36.0, 4: 1.0},
+                                                         {1: 12.0, 2: 21.0, 3: 30.0})
     t = 1 / (math.sqrt(19) / math.sqrt(3))
     assert seeds == [1, 2, 3] and difference == pytest.approx(1.0)
     assert p == pytest.approx(0.5 + t / (2 * math.sqrt(2 + t * t)), rel=1e-12)

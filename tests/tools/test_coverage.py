@@ -103,7 +103,8 @@ def test_describe_run_derives_the_eppo_variant_from_script_and_args(tmp_path):
     info = coverage.describe_run(run_dir)
     assert (str(info.setting), info.method, info.seed) == ("slippery/HalfCheetah/increasing", "EPPO_ind", 3)
     # A flat config with CleanRL's exp_name works too.
-    flat = {"env_id": "Ant-v5", "experiment": "paralysis", "strategy": "back-one", "seed": 2, "exp_name": "ppo_drnd_continuous"}
+    flat = {"env_id": "Ant-v5", "experiment": "paralysis", "strategy": "back-one", "seed": 2,
+            "exp_name": "ppo_drnd_continuous"}
     (run_dir / "config.json").write_text(json.dumps(flat))
     assert coverage.describe_run(run_dir).method == "PPO_DRND"
 
@@ -181,9 +182,11 @@ def test_cli_end_to_end_with_umap(tmp_path, capsys):
     assert coverage.main([*run_dirs, "--format", "csv", "--seed", "0"]) == 0
     table = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
     assert [tuple(row[k] for k in ("level", "method", "seed")) for row in table] == [
-        ("run", "PPO", "1"), ("run", "PPO", "2"), ("run", "EPPO_ind", "1"), ("method", "PPO", ""), ("method", "EPPO_ind", ""),
+        ("run", "PPO", "1"), ("run", "PPO", "2"), ("run", "EPPO_ind", "1"),
+        ("method", "PPO", ""), ("method", "EPPO_ind", ""),
     ]  # fmt: skip
-    assert {(row["experiment"], row["env"], row["strategy"]) for row in table} == {("paralysis", "HalfCheetah", "back-one")}
+    assert ({(row["experiment"], row["env"], row["strategy"]) for row in table}
+            == {("paralysis", "HalfCheetah", "back-one")})
     runs = {(row["method"], row["seed"]): float(row["coverage"]) for row in table if row["level"] == "run"}
     for value in runs.values():
         # A multiple of one cell (0.01 %) and far from 0 or 100 % for 200 clustered states.
@@ -206,7 +209,8 @@ def test_cli_end_to_end_with_umap(tmp_path, capsys):
     assert coverage.main([str(ppo_dirs[0]), "--max-points", "100", "--grid-size", "50"]) == 0
     output = capsys.readouterr().out
     assert "## Coverage per run (grid 50 x 50, UMAP random_state 0)" in output
-    run_line = next(line for line in output.splitlines() if line.startswith("| paralysis/HalfCheetah/back-one | PPO | 1 |"))
+    run_line = next(line for line in output.splitlines()
+                    if line.startswith("| paralysis/HalfCheetah/back-one | PPO | 1 |"))
     cells = [cell.strip() for cell in run_line.strip("|").split("|")]
     assert cells[3] == "100" and 0.0 < float(cells[4]) <= 4.0 and cells[5] == str(ppo_dirs[0])
     assert f"| paralysis/HalfCheetah/back-one | PPO | 1 | {cells[4]} ± n/a |" in output

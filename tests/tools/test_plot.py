@@ -15,11 +15,13 @@ def make_runs(root):
     """PPO and EPPO_cor, seeds 1-2, 2 tasks of 100 steps, eval every 50: returns seed * (1 + step / 100)."""
     for method, offset in (("PPO", 0.0), ("EPPO_cor", 10.0)):
         for seed in (1, 2):
-            write_run(runlist.run_dir(str(root), SETTING, method, seed), method=method, env_id="Ant-v5", experiment="slippery",
-                      strategy="increasing", seed=seed, kappa=0.1 if method == "EPPO_cor" else None,
+            write_run(runlist.run_dir(str(root), SETTING, method, seed), method=method, env_id="Ant-v5",
+                      experiment="slippery", strategy="increasing", seed=seed,
+                      kappa=0.1 if method == "EPPO_cor" else None,
                       schedule=nonstationary_envs.task_schedule("Ant-v5", "slippery", "increasing"),
                       returns=lambda step, task, seed=seed, offset=offset: offset + seed * (1 + step / 100),
-                      plasticity=lambda step, network, seed=seed: (100.0 - step / 10 - seed, 50.0, float(seed + step / 100)))  # fmt: skip
+                      plasticity=lambda step, network, seed=seed: (100.0 - step / 10 - seed, 50.0,
+                                                                   float(seed + step / 100)))  # fmt: skip
 
 
 def test_mean_curve_legend_and_task_end_plasticity(tmp_path):
@@ -35,7 +37,8 @@ def test_mean_curve_legend_and_task_end_plasticity(tmp_path):
     assert plot_curves.legend_label("PPO", runs, 2) == "PPO: 3.00 ± 1.00, 3.75 ± 1.25"
     rows = plot_curves.read_plasticity(runs[0].run_dir)
     # task ends at steps 100 and 200: effective rank 100 - 10 - 1 = 89 and 100 - 20 - 1 = 79 -> 84
-    assert plot_curves.task_end_plasticity(rows, 100, 2, "critic") == {"effective_rank": 84.0, "stable_rank": 50.0, "dormant_percent": 2.5}
+    assert plot_curves.task_end_plasticity(rows, 100, 2, "critic") == {"effective_rank": 84.0, "stable_rank": 50.0,
+                                                                       "dormant_percent": 2.5}
     assert plot_curves.task_end_plasticity(rows, 100, 3, "critic") is None  # a task end is missing
     with pytest.raises(ValueError, match="different steps"):
         runs[1].evaluations = runs[1].evaluations[:-1]
@@ -66,7 +69,8 @@ def test_figures_are_written(tmp_path):
     assert plot_curves.main([str(tmp_path / "root"), "--out", str(out), "--formats", "png"]) == 0
     names = sorted(os.listdir(out))
     stem = "slippery_Ant_increasing"
-    assert names == [f"{stem}_{kind}.png" for kind in ("curves", "plasticity_box", "plasticity_evolution", "profile", "seeds")]
+    assert names == [f"{stem}_{kind}.png"
+                     for kind in ("curves", "plasticity_box", "plasticity_evolution", "profile", "seeds")]
     for name in names:
         with open(out / name, "rb") as f:
             data = f.read()
@@ -131,7 +135,8 @@ def test_curves_are_titled_in_words_and_each_task_is_labelled(tmp_path, paper_la
         for seed in (1, 2, 3):
             write_run(runlist.run_dir(str(tmp_path), setting, method, seed), method=method, seed=seed, num_tasks=9,
                       schedule=nonstationary_envs.task_schedule("HalfCheetah-v5", "paralysis", "back-one"),
-                      kappa=0.01 if method == "EPPO_ind" else None, returns=lambda step, task, seed=seed: seed + step / 100)
+                      kappa=0.01 if method == "EPPO_ind" else None,
+                      returns=lambda step, task, seed=seed: seed + step / 100)
     groups, _ = summarize.group_runs(summarize.load_runs(str(tmp_path)))
     cells = {m: [groups[(setting, m)][s] for s in (1, 2, 3)] for m in ("PPO", "EPPO_ind")}
     figure, title, labels = plot_curves.curves_figure(setting, cells, 2, paper_layout=paper_layout)
@@ -147,7 +152,8 @@ def test_curves_are_titled_in_words_and_each_task_is_labelled(tmp_path, paper_la
     box = axes.get_window_extent()
     width = figure.bbox.width
     assert 0 <= legend.x0 and legend.x1 <= width  # not beside the axes, squeezing them
-    assert (box.contains(legend.x0, legend.y0) and box.contains(legend.x1, legend.y1)) if paper_layout else legend.y1 <= box.y0
+    assert ((box.contains(legend.x0, legend.y0) and box.contains(legend.x1, legend.y1)) if paper_layout
+            else legend.y1 <= box.y0)
     assert box.width > 0.8 * width
     import matplotlib.pyplot as plt
 
@@ -168,10 +174,12 @@ def test_written_figures_carry_their_title_and_tasks_and_few_seeds_are_named(tmp
     out = tmp_path / "plots"
     assert plot_curves.main([str(tmp_path / "root"), "--out", str(out), "--formats", "png"]) == 0
     curves = png_text(out / "slippery_Ant_increasing_curves.png")
-    assert curves == {"Title": "Ant-v5, slippery increasing (2 seeds)", "Description": "tasks: 0.5, 0.75", "Software": curves["Software"]}
+    assert curves == {"Title": "Ant-v5, slippery increasing (2 seeds)", "Description": "tasks: 0.5, 0.75",
+                      "Software": curves["Software"]}
     profile = png_text(out / "slippery_Ant_increasing_profile.png")
     assert profile["Title"].startswith("Ant-v5, slippery increasing (2 seeds): performance profiles")
-    assert profile["Description"].startswith("Fewer than 5 seeds in a cell (the fewest: 2): these intervals mean little")
+    assert profile["Description"].startswith("Fewer than 5 seeds in a cell (the fewest: 2): "
+                                             "these intervals mean little")
 
 
 # The committed sample figures (docs/figures/) and the command that draws them from the committed study outputs.
@@ -186,19 +194,22 @@ def test_the_committed_sample_figures_are_titled_and_labelled():
     task labels are what the command gives for those runs."""
     stem = "paralysis_HalfCheetah_back-one"
     title = "HalfCheetah-v5, paralysis back-one"
-    kinds = {"curves": f"{title} (8 seeds)", "seeds": f"{title}: every seed", "profile": f"{title} (8 seeds): performance profiles",
+    kinds = {"curves": f"{title} (8 seeds)", "seeds": f"{title}: every seed",
+             "profile": f"{title} (8 seeds): performance profiles",
              "plasticity_box": f"{title}: plasticity averaged over the task ends",
              "plasticity_evolution": f"{title}: plasticity over training"}  # fmt: skip
     for kind, start in kinds.items():
         assert png_text(os.path.join(SAMPLES, f"{stem}_{kind}.png"))["Title"].startswith(start), kind
-    for path in (os.path.join(SAMPLES, f"{stem}_curves.png"), os.path.join(SAMPLES, "paper-layout", f"{stem}_curves.png")):
+    for path in (os.path.join(SAMPLES, f"{stem}_curves.png"),
+                 os.path.join(SAMPLES, "paper-layout", f"{stem}_curves.png")):
         assert png_text(path)["Description"] == "tasks: " + ", ".join(PARALYSIS_LABELS)
     assert "Fewer than" not in png_text(os.path.join(SAMPLES, f"{stem}_profile.png"))["Description"]
     root = os.path.dirname(os.path.dirname(SAMPLES))
     runs = [run for sample_root in SAMPLE_ROOTS for run in summarize.load_runs(os.path.join(root, sample_root))]
     groups, _ = summarize.group_runs(runs)
     setting = runlist.Setting("paralysis", "HalfCheetah", "back-one")
-    cells = {m: list(groups[(setting, m)].values()) for m in summarize.method_order(m for s, m in groups if s == setting)}
+    cells = {m: list(groups[(setting, m)].values())
+             for m in summarize.method_order(m for s, m in groups if s == setting)}
     assert list(cells) == ["PPO", "PFO", "CB", "PPO_DRND", "EPPO_mean", "EPPO_cor", "EPPO_ind"]
     figure, drawn_title, labels = plot_curves.curves_figure(setting, cells, 0)
     assert drawn_title == kinds["curves"] and labels == PARALYSIS_LABELS

@@ -36,7 +36,8 @@ def slurm_can_run():
 @pytest.fixture(scope="module")
 def slurm_env():
     state_dir = os.environ.get("EPPO_SLURM_DIR", "/tmp/eppo-slurm")
-    env = {**os.environ, "EPPO_SLURM_DIR": state_dir, "SLURM_CONF": os.path.join(state_dir, "slurm.conf"), "EPPO_TOOLS_PYTHON": sys.executable}
+    env = {**os.environ, "EPPO_SLURM_DIR": state_dir, "SLURM_CONF": os.path.join(state_dir, "slurm.conf"),
+           "EPPO_TOOLS_PYTHON": sys.executable}
     local = os.path.join(SCRIPTS, "slurm_local.sh")
     running = subprocess.run(["bash", local, "status"], env=env, capture_output=True).returncode == 0
     if not running:
@@ -48,7 +49,8 @@ def slurm_env():
 
 
 def submit(env, *args):
-    result = subprocess.run(["bash", os.path.join(SCRIPTS, "slurm_sweep.sh"), *args], env=env, capture_output=True, text=True, timeout=60)
+    result = subprocess.run(["bash", os.path.join(SCRIPTS, "slurm_sweep.sh"), *args], env=env, capture_output=True,
+                            text=True, timeout=60)
     assert result.returncode == 0, result.stdout + result.stderr
     return result.stdout
 
@@ -69,7 +71,8 @@ def test_array_of_real_tiny_runs_and_requeue_of_a_preempted_run(tmp_path, slurm_
     two real tiny ppo_continuous.py runs, and two fake runs whose first attempt exits 75 and must be requeued; and a
     real run preempted by SIGTERM half-way, requeued, resumed through its run directory's lock, bit for bit."""
     real_root = str(tmp_path / "real")
-    selection = ["--methods", "PPO", "--settings", str(SETTING), "--seeds", "1-2", "--root", real_root, "--python", sys.executable]
+    selection = ["--methods", "PPO", "--settings", str(SETTING), "--seeds", "1-2", "--root", real_root,
+                 "--python", sys.executable]
     out = submit(slurm_env, *selection, "--max-parallel", "2", "--", *TINY_FLAGS)
     real_job = job_id_of(out)
     assert f"squeue -j {real_job}" in out
@@ -79,8 +82,9 @@ def test_array_of_real_tiny_runs_and_requeue_of_a_preempted_run(tmp_path, slurm_
     shutil.copy(FAKE_SCRIPT, algorithms / "ppo_continuous.py")
     fake_root = str(tmp_path / "fake")
     env = {**slurm_env, "FAKE_PREEMPT_ONCE": "1"}  # first attempt exits 75, as after SIGTERM with a checkpoint
-    fake_job = job_id_of(submit(env, "--methods", "PPO", "--settings", str(SETTING), "--seeds", "1-2", "--root", fake_root,
-                                "--scripts-dir", str(algorithms), "--python", sys.executable))  # fmt: skip
+    fake_job = job_id_of(submit(env, "--methods", "PPO", "--settings", str(SETTING), "--seeds", "1-2",
+                                "--root", fake_root, "--scripts-dir", str(algorithms),
+                                "--python", sys.executable))  # fmt: skip
 
     # A real run preempted half-way: SIGTERM to the batch shell once the run has written a checkpoint (slurm_task.sh
     # and run_one.sh forward it to the run), exit 75, requeue; the second attempt takes the run directory's lock

@@ -75,7 +75,8 @@ def test_incomplete_runs_are_reported_not_averaged(tmp_path):
     assert "missing (steps 50)" in problems["seed5"]
     assert "no evaluations.csv" in problems["seed6"]
     aulc_row, final_row = [r for r in tables[0].rows if r.labels[2] == "back-one"]
-    assert aulc_row.cells[0].mean == pytest.approx(150.0) and final_row.cells[0].mean == pytest.approx(150.0)  # seeds 1, 2
+    # seeds 1, 2
+    assert aulc_row.cells[0].mean == pytest.approx(150.0) and final_row.cells[0].mean == pytest.approx(150.0)
     text = summarize.render_markdown(tables, left_out, 2)
     assert "## Incomplete or excluded runs" in text
     assert run_path(tmp_path, HC_BACK_ONE, "PPO", 4) in text
@@ -104,7 +105,8 @@ def test_cell_statistics_and_significance(tmp_path):
     assert cells["EPPO_ind"].se == pytest.approx(math.sqrt(20 / 3) / 2)
     assert cells["EPPO_ind"].best and not cells["EPPO_ind"].not_worse
 
-    # PPO: mean 11.75, se 2.5 / 2; differences 1, 1, 2, 1 -> mean 1.25, sd 0.5, t = 1.25 / (0.5 / 2) = 5, p = P(T_3 > 5) ~ 0.0077 < 0.05
+    # PPO: mean 11.75, se 2.5 / 2; differences 1, 1, 2, 1 -> mean 1.25, sd 0.5, t = 1.25 / (0.5 / 2) = 5,
+    # p = P(T_3 > 5) ~ 0.0077 < 0.05
     assert cells["PPO"].p_value == pytest.approx(student_t3_sf(5.0), rel=1e-9)
     assert cells["PPO"].p_value < 0.05 and not cells["PPO"].not_worse
     # PFO: differences -1, 2, -1, 2 -> mean 0.5, sd sqrt(3), t = 0.5 / (sqrt(3) / 2), p ~ 0.30 >= 0.05: underlined
@@ -167,8 +169,10 @@ def test_average_rows_reproduce_the_paper_from_its_cell_means():
         assert [summarize._number(ranks[m], 1) for m in methods] == [summarize._number(v, 1) for v in expected]
     for (experiment, metric), expected in PAPER_AVERAGE_SCORES.items():
         settings = [s for s in runlist.paper_settings() if s.experiment == experiment]
-        scores = summarize.average_scores({s: {m: paper[(metric, s, m)][0] for m in methods} for s in settings}, settings)
-        # within 1: the paper averaged unrounded means (ours are rounded to integers, error <= 0.5) and rounded the result
+        scores = summarize.average_scores({s: {m: paper[(metric, s, m)][0] for m in methods} for s in settings},
+                                          settings)
+        # within 1: the paper averaged unrounded means (ours are rounded to integers, error <= 0.5) and rounded the
+        # result
         assert np.abs(np.array([scores[m] for m in methods]) - expected).max() <= 1.0
     # Table 3's Final Return ranking row (5.8, 5.3, 6.4, 3.9, 3.9, 1.9, 1.7) sums to 28.9, but the mean ranks of
     # 7 methods always sum to 1 + ... + 7 = 28: recomputed from its own cells it is 5.7, 5.3, 6.3, 4.1, 3.0, 1.9, 1.7.
@@ -183,7 +187,8 @@ def test_slippery_layout_csv_and_paper_column(tmp_path):
     for setting in [s for s in runlist.paper_settings() if s.experiment == "slippery"]:
         for method, value in (("PPO", 2000.0), ("EPPO_cor", 3000.0)):
             for seed in (1, 2, 3):
-                write_constant(tmp_path, setting, method, seed, value + seed, kappa=0.1 if method == "EPPO_cor" else None)
+                write_constant(tmp_path, setting, method, seed, value + seed,
+                               kappa=0.1 if method == "EPPO_cor" else None)
     runs = summarize.load_runs(str(tmp_path))
     paper = summarize.read_paper_results()
     tables, _ = summarize.build_tables(runs, paper)
@@ -199,7 +204,8 @@ def test_slippery_layout_csv_and_paper_column(tmp_path):
     rows = list(csv.DictReader(io.StringIO(summarize.render_csv(runs, paper))))
     cell = next(r for r in rows if r["row"] == "cell" and r["metric"] == "aulc" and r["method"] == "PPO"
                 and r["env"] == "Ant" and r["strategy"] == "increasing")  # fmt: skip
-    assert float(cell["mean"]) == pytest.approx(2002.0) and float(cell["se"]) == pytest.approx(np.std([1, 2, 3], ddof=1) / math.sqrt(3))
+    assert (float(cell["mean"]) == pytest.approx(2002.0)
+            and float(cell["se"]) == pytest.approx(np.std([1, 2, 3], ddof=1) / math.sqrt(3)))
     assert (cell["paper_mean"], cell["paper_se"], cell["best"]) == ("2237.0", "254.0", "False")
     ranking = [r for r in rows if r["row"] == "average_ranking" and r["metric"] == "final_return"]
     assert {r["method"]: float(r["mean"]) for r in ranking} == {"PPO": 2.0, "EPPO_cor": 1.0}
@@ -222,7 +228,8 @@ def test_select_kappa_picks_best_mean_aulc(tmp_path):
             write_constant(tmp_path / f"kappa{kappa}", HC_BACK_ONE, method, seed, value, kappa=kappa)
     rows, report = summarize.select_kappa(summarize.load_runs(str(tmp_path)))
     # cor: 0.1 (mean 3); ind: 0.01 and 0.05 tie at mean 4 -> the smaller kappa
-    assert rows == [{"experiment": "paralysis", "env": "HalfCheetah", "strategy": "back-one", "kappa_cor": "0.1", "kappa_ind": "0.01"}]
+    assert rows == [{"experiment": "paralysis", "env": "HalfCheetah", "strategy": "back-one", "kappa_cor": "0.1",
+                     "kappa_ind": "0.01"}]
     assert any("kappa=0.1: AULC 3.00 (n=2) <- best" in line for line in report)
 
 
@@ -320,7 +327,8 @@ def test_stratified_bootstrap_keeps_every_settings_share():
 def test_bootstrap_is_reproducible_and_contains_the_estimate():
     rng = np.random.default_rng(3)
     for _ in range(20):
-        strata = [rng.gamma(2.0, 500.0, size=rng.integers(6, 16)) + 2000 * (rng.random() < 0.5) for _ in range(rng.integers(1, 4))]
+        strata = [rng.gamma(2.0, 500.0, size=rng.integers(6, 16)) + 2000 * (rng.random() < 0.5)
+                  for _ in range(rng.integers(1, 4))]
         first = summarize.bootstrap_interval(strata, seed=7)
         assert summarize.bootstrap_interval(strata, seed=7) == first  # same seed, same numbers, bit for bit
         assert summarize.bootstrap_interval(strata, seed=8) != first
@@ -332,13 +340,15 @@ def test_bootstrap_is_reproducible_and_contains_the_estimate():
 def test_performance_profile_closed_form_and_brute_force():
     fraction, low, high = summarize.performance_profile([[1.0, 2.0, 3.0, 4.0]], [0.0, 1.0, 2.5, 4.0, 5.0], reps=500)
     assert fraction.tolist() == [1.0, 0.75, 0.5, 0.0, 0.0]  # strictly above tau
-    assert low[0] == high[0] == 1.0 and low[-1] == high[-1] == 0.0  # every resample agrees below the minimum / above the maximum
+    # every resample agrees below the minimum / above the maximum
+    assert low[0] == high[0] == 1.0 and low[-1] == high[-1] == 0.0
     rng = np.random.default_rng(4)
     strata = [rng.normal(0, 1, size=2), rng.normal(1, 2, size=6)]
     taus = np.linspace(-4, 6, 41)
     fraction, low, high = summarize.performance_profile(strata, taus, reps=1000, seed=0)
     pooled = [v for s in strata for v in s]
-    assert fraction.tolist() == pytest.approx([sum(v > t for v in pooled) / len(pooled) for t in taus])  # pooled over runs
+    # pooled over runs
+    assert fraction.tolist() == pytest.approx([sum(v > t for v in pooled) / len(pooled) for t in taus])
     assert np.all(low <= fraction) and np.all(fraction <= high)
     for curve in (fraction, low, high):  # every resample's profile is non-increasing, so are its percentiles
         assert np.all(np.diff(curve) <= 0) and np.all((curve >= 0) & (curve <= 1))
@@ -374,7 +384,8 @@ def test_robust_section_markdown_and_csv(tmp_path):
     assert aulc.comparable == [HC_BACK_ONE, HC_FRONT_ONE]  # Ant has no EPPO_ind: not in the aggregate
     aggregate = aulc.aggregate["EPPO_ind"]
     assert aggregate.n_runs == 12 and aggregate.iqm == pytest.approx(stats.trim_mean(eppo_back + eppo_front, 0.25))
-    assert (aggregate.low, aggregate.high) == pytest.approx(summarize.bootstrap_interval([eppo_back, eppo_front], reps=1000, seed=0)[1:])
+    assert (aggregate.low, aggregate.high) == pytest.approx(
+        summarize.bootstrap_interval([eppo_back, eppo_front], reps=1000, seed=0)[1:])
 
     text = summarize.render_robust_markdown([(experiment, [aulc, final])], options, 0)
     assert "| HalfCheetah | back-one | 450 [" in text and "(n=8), 0/8 > 2000 |" in text
@@ -391,12 +402,15 @@ def test_robust_section_markdown_and_csv(tmp_path):
 
     rows = list(csv.DictReader(io.StringIO(summarize.render_csv(runs, None, options))))
     assert list(rows[0]) == summarize.CSV_FIELDS + summarize.ROBUST_CSV_FIELDS
-    row = next(r for r in rows if r["row"] == "cell" and r["metric"] == "aulc" and r["strategy"] == "back-one" and r["method"] == "EPPO_ind")
+    row = next(r for r in rows if r["row"] == "cell" and r["metric"] == "aulc" and r["strategy"] == "back-one"
+               and r["method"] == "EPPO_ind")
     assert float(row["iqm"]) == pytest.approx(stats.trim_mean(eppo_back, 0.25)) and row["n_above"] == "4"
-    assert row["seed_values"].split(";")[:2] == ["1:1000.0", "2:3000.0"] and float(row["mean"]) == pytest.approx(np.mean(eppo_back))
+    assert (row["seed_values"].split(";")[:2] == ["1:1000.0", "2:3000.0"]
+            and float(row["mean"]) == pytest.approx(np.mean(eppo_back)))
     aggregates = [r for r in rows if r["row"] == "aggregate_iqm"]
     assert [(r["metric"], r["method"], r["n"], r["env"]) for r in aggregates] == [
-        ("aulc", "PPO", "12", "all"), ("aulc", "EPPO_ind", "12", "all"), ("final_return", "PPO", "12", "all"), ("final_return", "EPPO_ind", "12", "all")
+        ("aulc", "PPO", "12", "all"), ("aulc", "EPPO_ind", "12", "all"),
+        ("final_return", "PPO", "12", "all"), ("final_return", "EPPO_ind", "12", "all")
     ]  # fmt: skip
     # without --robust the CSV keeps its columns exactly
     assert summarize.render_csv(runs, None).splitlines()[0] == ",".join(summarize.CSV_FIELDS)
@@ -407,13 +421,17 @@ def test_robust_cli(tmp_path, capsys):
         write_constant(tmp_path, HC_BACK_ONE, "PPO", seed, 1000.0 * seed)
     write_constant(tmp_path, HC_BACK_ONE, "PPO", 5, 1.0, finished=False)
     out = tmp_path / "table.md"
-    assert summarize.main([str(tmp_path), "--robust", "--threshold", "2500", "--bootstrap-reps", "100", "--output", str(out)]) == 0
+    assert summarize.main([str(tmp_path), "--robust", "--threshold", "2500", "--bootstrap-reps", "100",
+                           "--output", str(out)]) == 0
     text = out.read_text()
     # the paper's table first, then the robust section, then the runs left out
-    assert text.index("Mean ± standard error") < text.index("robust statistics") < text.index("## Incomplete or excluded runs")
-    assert "| HalfCheetah | back-one | 2500 [" in text and "(n=4), 2/4 > 2500 |" in text and "over 100 bootstrap resamples" in text
+    assert (text.index("Mean ± standard error") < text.index("robust statistics")
+            < text.index("## Incomplete or excluded runs"))
+    assert ("| HalfCheetah | back-one | 2500 [" in text and "(n=4), 2/4 > 2500 |" in text
+            and "over 100 bootstrap resamples" in text)
     same = tmp_path / "again.md"
-    assert summarize.main([str(tmp_path), "--robust", "--threshold", "2500", "--bootstrap-reps", "100", "--output", str(same)]) == 0
+    assert summarize.main([str(tmp_path), "--robust", "--threshold", "2500", "--bootstrap-reps", "100",
+                           "--output", str(same)]) == 0
     assert same.read_text() == text  # fixed bootstrap seed: the same file
     assert summarize.main([str(tmp_path), "--threshold", "1"]) == 2
     assert "only apply with --robust" in capsys.readouterr().err
@@ -433,13 +451,14 @@ def scripts():
     return {"PPO": ppo_continuous, "EPPO": eppo_continuous, "metadata": ppo_continuous.run_metadata()}
 
 
-def write_script_run(scripts, run_dir, module, seed, value, *, steps_per_task=256, num_tasks=2, eval_frequency=128, **flags):
+def write_script_run(scripts, run_dir, module, seed, value, *, steps_per_task=256, num_tasks=2, eval_frequency=128,
+                     **flags):
     """A finished run whose config.json holds what `module` records (open_outputs): every Args field, at its default
     but `flags`, and config.json's own entries; every evaluation returns `value` (AULC = Final Return = value)."""
     import nonstationary_envs
 
-    args = scripts[module].Args(seed=seed, steps_per_task=steps_per_task, num_tasks=num_tasks, eval_frequency=eval_frequency,
-                                run_dir=str(run_dir), **flags)  # fmt: skip
+    args = scripts[module].Args(seed=seed, steps_per_task=steps_per_task, num_tasks=num_tasks,
+                                eval_frequency=eval_frequency, run_dir=str(run_dir), **flags)  # fmt: skip
     method = scripts[module].method_name(args)
     write_run(str(run_dir), method=method, seed=seed, steps_per_task=steps_per_task, num_tasks=num_tasks,
               eval_frequency=eval_frequency, returns=lambda step, task: value)  # fmt: skip
@@ -471,7 +490,8 @@ def four_run_root(scripts, root):
 
     return {
         "ppo_default": write_script_run(scripts, where("ppo_default", "PPO", 1), "PPO", 1, 100.0),
-        "ppo_lr": write_script_run(scripts, where("ppo_lr", "PPO", 2), "PPO", 2, 300.0, norm_reward=False, learning_rate=0.001),
+        "ppo_lr": write_script_run(scripts, where("ppo_lr", "PPO", 2), "PPO", 2, 300.0, norm_reward=False,
+                                   learning_rate=0.001),
         "eppo_1024": write_script_run(scripts, where("eppo_1024", "EPPO_ind", 1), "EPPO", 1, 200.0, variant="ind",
                                       steps_per_task=1024, eval_frequency=512),
         "eppo_2048": write_script_run(scripts, where("eppo_2048", "EPPO_ind", 2), "EPPO", 2, 400.0, variant="ind",
@@ -520,16 +540,21 @@ def test_split_by_config_shows_each_configuration_as_its_own_column(scripts, tmp
     text = out.read_text()
     header = next(line for line in text.splitlines() if line.startswith("| Metric"))
     assert header == ("| Metric | Environment | Strategy | PPO [learning_rate=0.0003, norm_reward=True] | "
-                      "PPO [learning_rate=0.001, norm_reward=False] | EPPO_ind [steps_per_task=1024, total_steps=2048] | "
+                      "PPO [learning_rate=0.001, norm_reward=False] | "
+                      "EPPO_ind [steps_per_task=1024, total_steps=2048] | "
                       "EPPO_ind [steps_per_task=2048, total_steps=4096] |")  # fmt: skip
     row = next(line for line in text.splitlines() if line.startswith("| AULC"))
-    assert row == "| AULC (↑) | HalfCheetah | back-one | 100 ± nan | 300 ± nan | 200 ± nan | **400 ± nan** |"  # each its own run
+    # each its own run
+    assert row == "| AULC (↑) | HalfCheetah | back-one | 100 ± nan | 300 ± nan | 200 ± nan | **400 ± nan** |"
     assert "Seeds per cell: 1." in text
 
-    rows = list(csv.DictReader(io.StringIO(summarize.render_csv(summarize.load_runs(str(tmp_path)), None, split_by_config=True))))
+    rows = list(csv.DictReader(io.StringIO(summarize.render_csv(summarize.load_runs(str(tmp_path)), None,
+                                                                split_by_config=True))))
     cells = {r["method"]: float(r["mean"]) for r in rows if r["row"] == "cell" and r["metric"] == "aulc"}
-    assert cells == {"PPO [learning_rate=0.0003, norm_reward=True]": 100.0, "PPO [learning_rate=0.001, norm_reward=False]": 300.0,
-                     "EPPO_ind [steps_per_task=1024, total_steps=2048]": 200.0, "EPPO_ind [steps_per_task=2048, total_steps=4096]": 400.0}  # fmt: skip
+    assert cells == {"PPO [learning_rate=0.0003, norm_reward=True]": 100.0,
+                     "PPO [learning_rate=0.001, norm_reward=False]": 300.0,
+                     "EPPO_ind [steps_per_task=1024, total_steps=2048]": 200.0,
+                     "EPPO_ind [steps_per_task=2048, total_steps=4096]": 400.0}  # fmt: skip
 
 
 def test_split_cells_are_tested_against_each_other_and_keep_their_seeds(tmp_path):
@@ -544,9 +569,11 @@ def test_split_cells_are_tested_against_each_other_and_keep_their_seeds(tmp_path
     (conflict,) = summarize.config_conflicts(runs)
     assert [len(g.runs) for g in conflict.groups] == [4, 4]
     groups, left_out = summarize.group_runs(runs, split_by_config=True)
-    assert not left_out and sorted(label for _, label in groups) == ["PPO [learning_rate=0.0003]", "PPO [learning_rate=0.001]"]
+    assert not left_out and sorted(label for _, label in groups) == ["PPO [learning_rate=0.0003]",
+                                                                     "PPO [learning_rate=0.001]"]
     summary = summarize.summarize_metric(groups, "aulc", "paralysis", None)
-    best, other = summary.cells[(HC_BACK_ONE, "PPO [learning_rate=0.0003]")], summary.cells[(HC_BACK_ONE, "PPO [learning_rate=0.001]")]
+    best, other = (summary.cells[(HC_BACK_ONE, "PPO [learning_rate=0.0003]")],
+                   summary.cells[(HC_BACK_ONE, "PPO [learning_rate=0.001]")])
     assert best.best and best.n == 4 and other.n == 4
     assert other.p_value == pytest.approx(student_t3_sf(5.0), rel=1e-9) and not other.not_worse
 
@@ -568,7 +595,8 @@ def test_bookkeeping_keys_may_differ_and_are_what_the_scripts_record(scripts, tm
             for key in summarize.BOOKKEEPING_KEYS:
                 if key in place and key != "seed":
                     value = place[key]
-                    place[key] = (not value) if isinstance(value, bool) else f"{value}-other" if isinstance(value, str) or value is None else value + 1
+                    place[key] = ((not value) if isinstance(value, bool)
+                                  else f"{value}-other" if isinstance(value, str) or value is None else value + 1)
 
     edit_config(second, change_every_bookkeeping_key)
     # ... and none makes two runs different experiments
@@ -576,7 +604,8 @@ def test_bookkeeping_keys_may_differ_and_are_what_the_scripts_record(scripts, tm
     assert all(run.complete for run in runs) and summarize.config_conflicts(runs) == []
     out = tmp_path / "table.md"
     assert summarize.main([str(tmp_path), "--output", str(out)]) == 0
-    assert "| AULC (↑) | HalfCheetah | back-one | **15.00 ± 5.00** |" in out.read_text() and "Seeds per cell: 2." in out.read_text()
+    assert ("| AULC (↑) | HalfCheetah | back-one | **15.00 ± 5.00** |" in out.read_text()
+            and "Seeds per cell: 2." in out.read_text())
 
 
 def test_every_other_flag_and_entry_of_config_json_must_agree(scripts, tmp_path):
@@ -590,7 +619,8 @@ def test_every_other_flag_and_entry_of_config_json_must_agree(scripts, tmp_path)
     length = {"steps_per_task", "num_tasks", "eval_frequency", "total_steps"}  # the evaluation rows follow them: below
     checked = [("args", k) for k in config["args"] if k not in bookkeeping | identity | length]
     checked += [("top", k) for k in config if k not in bookkeeping | identity | length | {"args"}]
-    assert {"learning_rate", "norm_reward", "plasticity_states", "eval_episodes", "script", "schedule"} <= {k for _, k in checked}
+    assert ({"learning_rate", "norm_reward", "plasticity_states", "eval_episodes", "script", "schedule"}
+            <= {k for _, k in checked})
     fields = {f.name for f in dataclasses.fields(scripts["PPO"].Args)}  # every flag of PPO but those three kinds
     assert {k for _, k in checked} == (fields - bookkeeping - identity - length) | {"script", "schedule"}
 
@@ -650,7 +680,8 @@ def test_a_key_one_run_lacks_is_a_difference(tmp_path, capsys):
     assert "| PPO [vf_coef=(absent)] | PPO [vf_coef=0.5] |" in capsys.readouterr().out
     # values compare as JSON values: 2 and 2.0 agree, true and 1 do not
     for seed, value in ((1, 2), (2, 2.0), (3, 2)):
-        edit_config(run_path(tmp_path, HC_BACK_ONE, "PPO", seed), lambda config: config["args"].update(vf_coef=value, x=True if seed < 3 else 1))
+        edit_config(run_path(tmp_path, HC_BACK_ONE, "PPO", seed),
+                    lambda config: config["args"].update(vf_coef=value, x=True if seed < 3 else 1))
     (conflict,) = summarize.config_conflicts(summarize.load_runs(str(tmp_path)))
     assert [g.shown for g in conflict.groups] == [{"x": "True"}, {"x": "1"}]
 
@@ -703,7 +734,8 @@ def test_a_missing_or_malformed_config_is_listed_with_the_unfinished_runs(tmp_pa
 
 
 def p_value_root(tmp_path):
-    values = {"EPPO_ind": [10, 12, 14, 16], "PPO": [9, 11, 12, 15], "PFO": [11, 10, 15, 14]}  # as test_cell_statistics_and_significance
+    # as test_cell_statistics_and_significance
+    values = {"EPPO_ind": [10, 12, 14, 16], "PPO": [9, 11, 12, 15], "PFO": [11, 10, 15, 14]}
     for method, per_seed in values.items():
         for seed, value in enumerate(per_seed, start=1):
             write_constant(tmp_path, HC_BACK_ONE, method, seed, float(value))
@@ -722,16 +754,20 @@ def test_p_values_follow_each_tested_cell(tmp_path, capsys):
     ppo, pfo = f"{student_t3_sf(5.0):.3g}", f"{student_t3_sf(1 / math.sqrt(3)):.3g}"
     assert ppo == "0.0077" and pfo == "0.302"
     # columns PPO, PFO, CB, EPPO_ind: the best has no p-value, CB (one seed) was not tested
-    assert row == (f"| AULC (↑) | HalfCheetah | back-one | 11.75 ± 1.25 (n=4) (p={ppo}) | <u>12.50 ± 1.19 (n=4)</u> (p={pfo}) | "
+    assert row == (f"| AULC (↑) | HalfCheetah | back-one | 11.75 ± 1.25 (n=4) (p={ppo}) | "
+                   f"<u>12.50 ± 1.19 (n=4)</u> (p={pfo}) | "
                    "1.00 ± nan (n=1) (no t-test) | **13.00 ± 1.29 (n=4)** |")  # fmt: skip
     assert "(p=…): that test's p-value against the best cell of the same setting" in text
-    assert text.replace(f" (p={ppo})", "").replace(f" (p={pfo})", "").replace(" (no t-test)", "").split("\n")[:7] == plain.split("\n")[:7]  # the table
+    # the table
+    assert (text.replace(f" (p={ppo})", "").replace(f" (p={pfo})", "").replace(" (no t-test)", "").split("\n")[:7]
+            == plain.split("\n")[:7])
     assert summarize.main([root, "--format", "latex", "--p-values"]) == 0
     assert f"$11.75\\sd{{\\pm 1.25}}\\sd{{\\,(n=4)}}$ {{\\scriptsize (p={ppo})}}" in capsys.readouterr().out
     assert summarize.main([root, "--format", "csv", "--p-values"]) == 2
     assert summarize.main([root, "--select-kappa", "--p-values"]) == 2
     err = capsys.readouterr().err.strip().split("\n")
-    assert len(err) == 2 and all(line.startswith("error: --p-values applies to --format markdown, text or latex") for line in err)
+    assert len(err) == 2 and all(line.startswith("error: --p-values applies to --format markdown, text or latex")
+                                 for line in err)
 
 
 def test_text_format_has_no_markup_and_marks_best_and_not_worse(tmp_path, capsys):
@@ -746,10 +782,12 @@ def test_text_format_has_no_markup_and_marks_best_and_not_worse(tmp_path, capsys
     columns = ["PPO", "PFO", "CB", "EPPO_ind"]
     starts = [header.index(c) for c in columns]
     cells = [row[a:b].strip() for a, b in zip(starts, starts[1:] + [None])]
-    assert cells == ["11.75 ± 1.25 (n=4) (p=0.0077)", "12.50 ± 1.19 (n=4) ~ (p=0.302)", "1.00 ± nan (n=1) (no t-test)", "13.00 ± 1.29 (n=4) *"]
+    assert cells == ["11.75 ± 1.25 (n=4) (p=0.0077)", "12.50 ± 1.19 (n=4) ~ (p=0.302)", "1.00 ± nan (n=1) (no t-test)",
+                     "13.00 ± 1.29 (n=4) *"]
     rule = lines[lines.index(header) + 1]
     assert set(rule) == {"-", " "} and len(rule) >= len(header)
-    assert any(line.startswith("Mean ± standard error over seeds; *: highest mean; ~: not significantly worse than the best") for line in lines)
+    assert any(line.startswith("Mean ± standard error over seeds; *: highest mean; ~: not significantly worse than "
+                               "the best") for line in lines)
     # the runs left out, and the robust section, as text too
     write_constant(tmp_path, HC_BACK_ONE, "PPO", 9, 1.0, finished=False)
     assert summarize.main([root, "--format", "text", "--robust", "--bootstrap-reps", "20"]) == 0
@@ -769,8 +807,8 @@ def test_markdown_stays_the_default_but_on_a_terminal(tmp_path, capsys, monkeypa
         "|---|---|---|:---:|:---:|",
         "| AULC (↑) | HalfCheetah | back-one | <u>2.00 ± 1.00</u> | **2.25 ± 0.25** |",
         "| Final Return (↑) | HalfCheetah | back-one | <u>2.00 ± 1.00</u> | **2.25 ± 0.25** |", "",
-        "Mean ± standard error over seeds; **bold**: highest mean; <u>underlined</u>: not significantly worse than the best "
-        "(one-sided paired t-test over seeds, p ≥ 0.05). Seeds per cell: 2.",
+        "Mean ± standard error over seeds; **bold**: highest mean; <u>underlined</u>: not significantly worse than the "
+        "best (one-sided paired t-test over seeds, p ≥ 0.05). Seeds per cell: 2.",
         "- Fewer than 5 seeds in a cell (the fewest: 2): the t-tests behind the marks mean little there; a claim needs "
         "at least 5 seeds per cell.", "",
     ])  # one setting: no Average or Overall rows, which would repeat its row  # fmt: skip
@@ -809,17 +847,20 @@ def test_averages_need_two_settings_and_few_seeds_are_named(tmp_path, capsys, se
     for setting in (HC_BACK_ONE, slippery):
         for method, value in (("PPO", 2.0), ("EPPO_cor", 3.0)):
             for seed in seeds:
-                write_constant(tmp_path, setting, method, seed, value + 0.1 * seed, kappa=0.1 if method == "EPPO_cor" else None)
+                write_constant(tmp_path, setting, method, seed, value + 0.1 * seed,
+                               kappa=0.1 if method == "EPPO_cor" else None)
     tables, _ = summarize.build_tables(summarize.load_runs(str(tmp_path)))
     paralysis, = (t for t in tables if t.experiment == "paralysis")
     slippery_table, = (t for t in tables if t.experiment == "slippery")
-    assert [r.labels for r in paralysis.rows] == [["AULC (↑)", "HalfCheetah", "back-one"], ["Final Return (↑)", "HalfCheetah", "back-one"]]
+    assert [r.labels for r in paralysis.rows] == [["AULC (↑)", "HalfCheetah", "back-one"],
+                                                  ["Final Return (↑)", "HalfCheetah", "back-one"]]
     assert slippery_table.column_groups == [("increasing", 1)] and slippery_table.columns == ["Ant"]
     assert all(len(r.cells) == 1 for r in slippery_table.rows)
     assert summarize.main([str(tmp_path), "--format", "markdown", "--robust", "--bootstrap-reps", "10"]) == 0
     few = [line for line in summarize.render_markdown(tables, [], 2).splitlines() if "Fewer than 5 seeds" in line]
-    assert few == ([] if len(seeds) >= 5 else [f"- Fewer than 5 seeds in a cell (the fewest: {len(seeds)}): the t-tests "
-                                               "behind the marks mean little there; a claim needs at least 5 seeds per cell."] * 2)
+    assert few == ([] if len(seeds) >= 5 else
+                   [f"- Fewer than 5 seeds in a cell (the fewest: {len(seeds)}): the t-tests "
+                    "behind the marks mean little there; a claim needs at least 5 seeds per cell."] * 2)
     robust_notes = capsys.readouterr().out.count("the bootstrap intervals mean little there")
     assert robust_notes == (0 if len(seeds) >= 5 else 2)  # one per experiment
     # a second HalfCheetah setting brings the HalfCheetah Average row and the Overall rows back

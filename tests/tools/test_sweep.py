@@ -29,20 +29,24 @@ def fake_scripts(tmp_path):
 
 def sweep(*args, env=None, **kwargs):
     environment = {**os.environ, "EPPO_TOOLS_PYTHON": PY, **(env or {})}
-    return subprocess.run(["bash", SWEEP, *args], capture_output=True, text=True, env=environment, timeout=120, **kwargs)
+    return subprocess.run(["bash", SWEEP, *args], capture_output=True, text=True, env=environment, timeout=120,
+                          **kwargs)
 
 
 def test_dry_run_lists_the_expected_commands(tmp_path):
     root = str(tmp_path / "root")
     result = sweep("--methods", "PPO,EPPO_ind", "--settings", "paralysis/HalfCheetah/back-one,slippery/Ant/increasing",
-                   "--seeds", "1-2", "--root", root, "--python", "py", "--gpus", "0,1", "--dry-run", "--", "--num-envs", "2")  # fmt: skip
+                   "--seeds", "1-2", "--root", root, "--python", "py", "--gpus", "0,1", "--dry-run",
+                   "--", "--num-envs", "2")  # fmt: skip
     assert result.returncode == 0, result.stderr
     ppo, eppo = os.path.join(REPO_ROOT, "ppo_continuous.py"), os.path.join(REPO_ROOT, "eppo_continuous.py")
     threads = max(1, len(os.sched_getaffinity(0)) // 2)  # the cores divided between the 2 workers (--gpus 0,1)
     expected = []
-    for setting, env_id, kappa in (("paralysis/HalfCheetah/back-one", "HalfCheetah-v5", "0.01"), ("slippery/Ant/increasing", "Ant-v5", "0.25")):
+    for setting, env_id, kappa in (("paralysis/HalfCheetah/back-one", "HalfCheetah-v5", "0.01"),
+                                   ("slippery/Ant/increasing", "Ant-v5", "0.25")):
         experiment, _, strategy = setting.split("/")
-        for script, method, flags in ((ppo, "PPO", ""), (eppo, "EPPO_ind", f" --variant ind --kappa {kappa}")):  # paper_kappa.csv
+        # the kappas of paper_kappa.csv
+        for script, method, flags in ((ppo, "PPO", ""), (eppo, "EPPO_ind", f" --variant ind --kappa {kappa}")):
             for seed in (1, 2):
                 run_dir = os.path.join(root, setting, method, f"seed{seed}")
                 expected.append(f"py {script} --env-id {env_id} --experiment {experiment} --strategy {strategy}{flags} "
@@ -62,12 +66,14 @@ def test_all_settings_and_kappa_override():
 @pytest.mark.parametrize(
     "args, message",
     [
-        (["--methods", "PPO,SAC", "--all"], "unknown method 'SAC'; valid: PPO, PFO, CB, PPO_DRND, EPPO_mean, EPPO_cor, EPPO_ind"),
+        (["--methods", "PPO,SAC", "--all"],
+         "unknown method 'SAC'; valid: PPO, PFO, CB, PPO_DRND, EPPO_mean, EPPO_cor, EPPO_ind"),
         (["--settings", "paralysis/Hopper/back-one"], "unknown env 'Hopper'; valid: Ant, HalfCheetah"),
         (["--all", "--seeds", "3-1"], "seed range '3-1' is empty"),
         (["--all", "--workers", "0"], "--workers must be a positive integer"),
         (["--all", "--", "--seed", "4"], "extra flag '--seed' is set by the sweep itself"),
-        (["--methods", "EPPO_cor", "--settings", "paralysis/Ant/my-own"], "EPPO_cor needs --kappa for paralysis/Ant/my-own"),
+        (["--methods", "EPPO_cor", "--settings", "paralysis/Ant/my-own"],
+         "EPPO_cor needs --kappa for paralysis/Ant/my-own"),
     ],
 )
 def test_invalid_arguments_exit_2_with_the_valid_choices(tmp_path, args, message):
@@ -90,8 +96,8 @@ def test_a_script_not_in_the_table_is_a_method_named_by_its_method_name(tmp_path
     result = subprocess.run(
         [PY, "-c", "import sys; sys.path.insert(0, sys.argv[1]); import runlist; code = runlist.main(sys.argv[2:]); "
                    "assert 'torch' not in sys.modules, 'runlist imported torch'; sys.exit(code)",
-         os.path.join(REPO_ROOT, "scripts"), "--methods", "FOO,BAR_BAZ", "--settings", "paralysis/HalfCheetah/back-one", "--seeds", "3", "--root", root,
-         "--python", "py", "--scripts-dir", str(scripts)],
+         os.path.join(REPO_ROOT, "scripts"), "--methods", "FOO,BAR_BAZ", "--settings", "paralysis/HalfCheetah/back-one",
+         "--seeds", "3", "--root", root, "--python", "py", "--scripts-dir", str(scripts)],
         capture_output=True, text=True, timeout=60)  # fmt: skip
     assert result.returncode == 0, result.stderr
     expected = []
@@ -133,11 +139,13 @@ def test_failed_run_is_reported_and_preempted_run_retried(tmp_path, fake_scripts
                    "--scripts-dir", fake_scripts, "--python", PY, "--workers", "2",
                    env={"FAKE_FAIL_SEEDS": "2", "FAKE_PREEMPT_ONCE": "1"})  # fmt: skip
     assert result.returncode == 1
-    seed1, seed2 = (runlist.run_dir(root, runlist.Setting("paralysis", "HalfCheetah", "back-one"), "PPO", s) for s in (1, 2))
+    seed1, seed2 = (runlist.run_dir(root, runlist.Setting("paralysis", "HalfCheetah", "back-one"), "PPO", s)
+                    for s in (1, 2))
     assert f"preempted (exit 75), retrying once: {seed1}" in result.stdout
     assert f"FAILED exit 3: {seed2} (log: {seed2}/stderr.log)" in result.stdout
     assert "1 finished now, 0 already finished, 1 failed" in result.stdout
-    assert os.path.isfile(os.path.join(seed1, "summary.json")) and not os.path.exists(os.path.join(seed2, "summary.json"))
+    assert (os.path.isfile(os.path.join(seed1, "summary.json"))
+            and not os.path.exists(os.path.join(seed2, "summary.json")))
     assert "too many non-finite steps (fake)" in open(os.path.join(seed2, "stderr.log")).read()
 
 
@@ -198,9 +206,9 @@ def test_packs_hold_consecutive_pending_seeds(tmp_path):
 def test_grid_search_selects_kappa_by_mean_aulc(tmp_path, fake_scripts):
     root = str(tmp_path / "grid")
     result = subprocess.run(
-        ["bash", os.path.join(REPO_ROOT, "scripts", "grid_search_kappa.sh"), "--root", root, "--settings", "slippery/Ant/increasing",
-         "--grid-cor", "0.01,0.25", "--grid-ind", "0.05,0.1", "--seeds", "1001-1002", "--workers", "2",
-         "--scripts-dir", fake_scripts, "--python", PY],
+        ["bash", os.path.join(REPO_ROOT, "scripts", "grid_search_kappa.sh"), "--root", root,
+         "--settings", "slippery/Ant/increasing", "--grid-cor", "0.01,0.25", "--grid-ind", "0.05,0.1",
+         "--seeds", "1001-1002", "--workers", "2", "--scripts-dir", fake_scripts, "--python", PY],
         capture_output=True, text=True, env={**os.environ, "EPPO_TOOLS_PYTHON": PY}, timeout=120,
     )  # fmt: skip
     assert result.returncode == 0, result.stdout + result.stderr
@@ -212,8 +220,10 @@ def test_grid_search_selects_kappa_by_mean_aulc(tmp_path, fake_scripts):
 
 
 def test_cb_runs_carry_no_maturity_or_replacement_flags_so_the_script_takes_the_papers_per_setting():
-    """cb_continuous.py picks the paper's values per setting itself (tests/methods/test_cb.py): the run list adds none."""
-    settings = [runlist.Setting("slippery", "HalfCheetah", "increasing"), runlist.Setting("paralysis", "HalfCheetah", "back-one"),
+    """cb_continuous.py picks the paper's values per setting itself (tests/methods/test_cb.py): the run list adds
+    none."""
+    settings = [runlist.Setting("slippery", "HalfCheetah", "increasing"),
+                runlist.Setting("paralysis", "HalfCheetah", "back-one"),
                 runlist.Setting("paralysis", "Ant", "back-one")]  # fmt: skip
     runs = runlist.build_runs(["CB"], settings, [1], "root")
     assert [run.argv[run.argv.index("--strategy") + 2 : run.argv.index("--seed")] for run in runs] == [(), (), ()]

@@ -30,7 +30,8 @@ SB3's PPO learns in whole rollouts of 2048 steps, so a 1,000,000-step run trains
 
 Example::
 
-    OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 nice -n 19 python studies/2026-11-27_why_ppo_does_not_walk_on_ant/sb3/sb3_anchor.py \\
+    OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 nice -n 19 \\
+        python studies/2026-11-27_why_ppo_does_not_walk_on_ant/sb3/sb3_anchor.py \\
         --config sb3_default --seed 1001 --total-steps 1000000 --out /work/ant_walk_sb3/sb3_default/seed1001
 """
 
