@@ -71,10 +71,11 @@ CACHE_DIR = os.path.join(REPO_ROOT, ".golden_cache")
 # fingerprint). The --num-seeds 1 runs use the tiny flags alone (test_all_scripts' finished_run).
 NUM_SEEDS = (1, 2)
 # checkpoint entries that are not outputs of the computation (wall-clock timers, the command line with its run_dir,
-# the file's layout: formats 4 and 5 store the numpy arrays as tensors, listed under numpy_arrays, with the same digests)
+# the file's layout: formats 4 and 5 store the numpy arrays as tensors, listed under numpy_arrays, with the same
+# digests)
 UNCOMPARED_KEYS = ("args", "timers", "format", "numpy_arrays")
 # checkpoint entries newer than REFERENCE_COMMIT, compared once the reference has them: until then a run's entry is not
-# "new" (last_eval_return: each seed's last evaluation return, the progress bar's, read back from evaluations.csv before)
+# "new" (last_eval_return: each seed's last evaluation return, the progress bar's, which format 4 read from its CSV)
 NEWER_THAN_REFERENCE = ("last_eval_return",)
 # checkpoint entries of REFERENCE_COMMIT that the scripts no longer write, not compared (initial_parameters: a copy of
 # the initial weights that no method read; a method that needs its theta_0 keeps it as an agent entry)
