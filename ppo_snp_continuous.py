@@ -1946,7 +1946,7 @@ def validate_args(args: Args) -> None:
         "env_threads": (RULES[">= 0"], ">= 0 (0 = the CPUs this process may use)"),
         "checkpoint_frequency": (RULES[">= 0"], ">= 0 (0 = only at task ends)"),
         "run_dir": (lambda value: args.num_seeds == 1 or value is None or "{seed}" in value, f"a path with {{seed}} "
-                    f"(e.g. runs/my_run/seed{{seed}}) with --num-seeds {args.num_seeds}: each seed writes its own"),
+                    f"(e.g. runs/my_run/seed{{seed}}: a directory per seed) with --num-seeds {args.num_seeds}"),
         "track": (lambda value: args.num_seeds == 1 or not value, f"off with --num-seeds {args.num_seeds} (one W&B run "
                   "per process: `wandb sync` the seeds' run directories afterwards)")})
     if not args.include_cfrc_ext_in_observation and args.env_id != "Ant-v5":

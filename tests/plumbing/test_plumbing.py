@@ -483,8 +483,8 @@ def test_initial_parameters_are_a_one_seed_builds_and_survive_sigterm_resume_and
 
 
 @pytest.mark.parametrize("flags, message", [
-    (["--num-seeds", "2", "--run-dir", "runs/x"], "--run-dir must be a path with {seed} (e.g. runs/my_run/seed{seed}) "
-                                                  "with --num-seeds 2"),
+    (["--num-seeds", "2", "--run-dir", "runs/x"], "--run-dir must be a path with {seed} (e.g. runs/my_run/seed{seed}: "
+                                                  "a directory per seed) with --num-seeds 2, got runs/x"),
     (["--num-seeds", "3", "--run-dir", "runs/x/seed{seed}", "--track"], "--track must be off with --num-seeds 3"),
 ])
 def test_batched_seeds_refuse_a_shared_run_dir_and_track(flags, message):
