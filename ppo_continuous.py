@@ -201,36 +201,20 @@ def run_tag(args: Args) -> str:
 
 
 def validate_method(args: Args) -> None:
-    """The method's own checks of its flags, after the shared ones (which check the fields the plumbing reads):
-    raise ValueError naming the flag and its valid range."""
-    for name in ("update_epochs", "hidden_dim"):
-        if getattr(args, name) < 1:
-            raise ValueError(f"--{name.replace('_', '-')} must be a positive integer, got {getattr(args, name)}")
-    validate_policy(args)
-    if not args.learning_rate > 0:
-        raise ValueError(f"--learning-rate must be > 0, got {args.learning_rate}")
-    if not 0 < args.gamma <= 1 or not 0 <= args.gae_lambda <= 1:
-        raise ValueError(f"--gamma must be in (0, 1] and --gae-lambda in [0, 1], got {args.gamma}, {args.gae_lambda}")
-    if not args.clip_coef > 0:
-        raise ValueError(f"--clip-coef must be > 0, got {args.clip_coef}")
-    if not args.vf_coef > 0 or (args.vf_coef != Args.vf_coef and not args.joint_optimizer):
-        raise ValueError(f"--vf-coef must be > 0 and applies to --joint-optimizer only, got {args.vf_coef}")
-    if args.ent_coef < 0:
-        raise ValueError(f"--ent-coef must be >= 0, got {args.ent_coef}")
-    if args.target_kl is not None and args.num_seeds > 1:
-        raise ValueError("--target-kl stops the update epochs of the whole process: use --num-seeds 1 with it")
-
-
-def validate_policy(args: Args) -> None:
-    """The checks of the network and policy flags."""
-    if not (args.policy_head_gain > 0 and math.isfinite(args.policy_head_gain)):
-        raise ValueError(f"--policy-head-gain must be a finite number > 0, got {args.policy_head_gain}")
+    """The checks of PPO's flags, then of the method's own, after validate_args' of the run's: check_flags raises
+    ValueError naming the flag and its valid range."""
+    check_flags(args, {
+        "update_epochs hidden_dim": "a positive integer", "learning_rate clip_coef": "> 0", "ent_coef": ">= 0",
+        "gamma": "in (0, 1]", "gae_lambda": "in [0, 1]",
+        "vf_coef": (lambda value: value > 0 and (args.joint_optimizer or value == Args.vf_coef),
+                    "> 0 and applies to --joint-optimizer only"),
+        "policy_head_gain": (lambda value: 0 < value < math.inf, "a finite number > 0"),
+        "log_std_init log_std_max": (lambda value: value is None or math.isfinite(value), "a finite number")})
     if args.init == "torch" and args.policy_head_gain != Args.policy_head_gain:
         raise ValueError("--policy-head-gain applies to --init orthogonal only (--init torch draws the head as "
                          "every layer)")
-    for name in ("log_std_init", "log_std_max"):
-        if getattr(args, name) is not None and not math.isfinite(getattr(args, name)):
-            raise ValueError(f"--{name.replace('_', '-')} must be a finite number, got {getattr(args, name)}")
+    if args.target_kl is not None and args.num_seeds > 1:
+        raise ValueError("--target-kl stops the update epochs of the whole process: use --num-seeds 1 with it")
 
 
 # ---- Networks: one actor and one critic per seed (K stacked copies; the layers are below the marker) ----
@@ -1822,40 +1806,41 @@ def finish_run(run: Run) -> int:
 # ---- The command line ----
 
 
+RULES = {"a positive integer": lambda value: value >= 1, "> 0": lambda value: value > 0,
+         ">= 0": lambda value: value >= 0, "a finite number >= 0": lambda value: 0 <= value < math.inf,
+         "in [0, 1]": lambda value: 0 <= value <= 1, "in (0, 1]": lambda value: 0 < value <= 1}  # NaN breaks each
+
+
+def check_flags(args: Args, rules: dict) -> None:
+    """ValueError naming the flag, what it must be and its value, for the first field that breaks its rule: ``rules``
+    maps fields (names split by spaces) to a text of RULES, e.g. {"gamma": "in (0, 1]"}, or to (a test, its text)."""
+    for names, rule in rules.items():
+        valid, text = (RULES[rule], rule) if isinstance(rule, str) else rule
+        for name in (name for name in names.split() if not valid(getattr(args, name))):
+            raise ValueError(f"--{name.replace('_', '-')} must be {text}, got {getattr(args, name)}")
+
+
 def validate_args(args: Args) -> None:
-    """The shared checks of the flags (then the method's: validate_method); ValueError naming the flag."""
+    """Reject a bad configuration up front, naming the flag and its range: the run's flags, then validate_method's."""
     nonstationary_envs.validate_setting(args.env_id, args.experiment, args.strategy, args.friction_mode)
-    schedule_length = len(nonstationary_envs.task_schedule(args.env_id, args.experiment, args.strategy))
-    positive = ["steps_per_task", "num_steps", "num_envs", "minibatch_size", "eval_frequency", "eval_episodes",
-                "max_episode_steps", "max_nonfinite_skips", "save_states_every", "plasticity_states", "torch_threads",
-                "num_seeds"]
-    for name in positive:
-        if getattr(args, name) < 1:
-            raise ValueError(f"--{name.replace('_', '-')} must be a positive integer, got {getattr(args, name)}")
-    if not 0 <= args.num_tasks <= schedule_length:
-        raise ValueError(f"--num-tasks must be in [0, {schedule_length}] for {args.experiment}/{args.strategy} "
-                         f"(0 = all {schedule_length} tasks), got {args.num_tasks}")
-    for name, zero in (("env_threads", "the CPUs this process may use"), ("checkpoint_frequency", "only at task ends")):
-        if getattr(args, name) < 0:
-            raise ValueError(f"--{name.replace('_', '-')} must be >= 0 (0 = {zero}), got {getattr(args, name)}")
-    batch_size = args.num_steps * args.num_envs
-    if batch_size % args.minibatch_size != 0:
-        raise ValueError(f"--minibatch-size {args.minibatch_size} must divide num_steps * num_envs = {batch_size}")
-    for name in ("steps_per_task", "eval_frequency"):
-        if getattr(args, name) % args.num_envs != 0:
-            raise ValueError(f"--{name.replace('_', '-')} must be a multiple of --num-envs {args.num_envs}")
-    if not args.max_grad_norm > 0 or not args.normalization_clip > 0:
-        raise ValueError("--max-grad-norm and --normalization-clip must be > 0")
+    tasks = len(nonstationary_envs.task_schedule(args.env_id, args.experiment, args.strategy))
+    check_flags(args, {
+        "num_steps num_envs eval_episodes max_episode_steps max_nonfinite_skips save_states_every plasticity_states "
+        "torch_threads num_seeds": "a positive integer", "max_grad_norm normalization_clip": "> 0",
+        "steps_per_task eval_frequency": (lambda value: value >= 1 and value % args.num_envs == 0,
+                                          f"a positive multiple of --num-envs {args.num_envs}"),
+        "minibatch_size": (lambda value: value >= 1 and (args.num_steps * args.num_envs) % value == 0,
+                           f"a divisor of num_steps * num_envs = {args.num_steps * args.num_envs}"),
+        "num_tasks": (lambda value: 0 <= value <= tasks,
+                      f"in [0, {tasks}] for {args.experiment}/{args.strategy} (0 = all {tasks} tasks)"),
+        "env_threads": (RULES[">= 0"], ">= 0 (0 = the CPUs this process may use)"),
+        "checkpoint_frequency": (RULES[">= 0"], ">= 0 (0 = only at task ends)"),
+        "run_dir": (lambda value: args.num_seeds == 1 or value is None or "{seed}" in value, f"a path with {{seed}} "
+                    f"(e.g. runs/my_run/seed{{seed}}: a directory per seed) with --num-seeds {args.num_seeds}"),
+        "track": (lambda value: args.num_seeds == 1 or not value, f"off with --num-seeds {args.num_seeds} (one W&B run "
+                  "per process: `wandb sync` the seeds' run directories afterwards)")})
     if not args.include_cfrc_ext_in_observation and args.env_id != "Ant-v5":
-        raise ValueError(f"--no-include-cfrc-ext-in-observation applies to Ant-v5 only ({args.env_id}'s observation "
-                         "has no contact forces)")
-    if args.num_seeds > 1:
-        if args.run_dir is not None and "{seed}" not in args.run_dir:
-            raise ValueError(f"--run-dir must contain {{seed}} with --num-seeds {args.num_seeds} (each seed writes its "
-                             f"own run directory), e.g. --run-dir runs/my_run/seed{{seed}}")
-        if args.track:
-            raise ValueError("--track logs one run per process: use --num-seeds 1, or `wandb sync` the seeds' run "
-                             "directories afterwards")
+        raise ValueError(f"--no-include-cfrc-ext-in-observation applies to Ant-v5 only, not {args.env_id}")
     validate_method(args)
 
 

@@ -388,6 +388,29 @@ def test_bad_input_is_rejected_with_a_message_naming_the_choices(flags, expected
     assert_refused_in_one_line(SCRIPTS[0], tmp_path / "run", flags, expected)
 
 
+# PPO's flags, which every script checks in its validate_method (the message names the flag and its range)
+BAD_PPO_INPUTS = [(["--learning-rate", "0"], "--learning-rate must be > 0, got 0.0"),
+                  (["--gamma", "1.5"], "--gamma must be in (0, 1], got 1.5"),
+                  (["--update-epochs", "0"], "--update-epochs must be a positive integer, got 0"),
+                  (["--gae-lambda", "nan"], "--gae-lambda must be in [0, 1], got nan"),
+                  (["--ent-coef", "-0.01"], "--ent-coef must be >= 0, got -0.01")]
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_every_script_rejects_bad_ppo_flags_in_one_line(script, tmp_path):
+    """Every script refuses each of PPO's bad values in one line with exit 2, nothing run: one of them by the
+    command line (a different one per script), every one by parse_args, which raises what the command line prints."""
+    import importlib
+
+    module = importlib.import_module(script[: -len(".py")])
+    for flags, expected in BAD_PPO_INPUTS:
+        with pytest.raises(module.RunConfigError) as refused:
+            module.parse_args(flags)
+        assert str(refused.value) == expected
+    flags, expected = BAD_PPO_INPUTS[SCRIPTS.index(script) % len(BAD_PPO_INPUTS)]
+    assert_refused_in_one_line(script, tmp_path / "run", flags, expected)
+
+
 # Every reading of the network and policy flags (v0.2, 2026-11-27: studies/2026-11-27_why_ppo_does_not_walk_on_ant)
 # at once but the defaults: no contact forces, tanh, LayerNorm without gain and shift, nn.Linear's initialization, a
 # fixed std of exp(-0.5), normalized observations and rewards (both off by default in v0.2, rewards normalized again

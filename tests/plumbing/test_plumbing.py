@@ -2,8 +2,8 @@
 '# ==== The plumbing', byte-identical in every script): the stacked layers and their initialization, SeedwiseAdam,
 RunningMeanStd, seed_slice / stack_seeds, the network input, the evaluation schedule, the progress notes, Run's
 fields, the helpers for plasticity methods (hidden_layers, fresh_draw,
-steps_taken), initial_parameters and the rule for reductions over stacked parameters, and the refusals of
---num-seeds.
+steps_taken), initial_parameters and the rule for reductions over stacked parameters, the refusals of
+--num-seeds, and check_flags (the table of flag rules that validate_args and validate_method check).
 
 The plumbing end to end, in every script: tests/plumbing/test_all_scripts.py; a run directory's faults:
 test_run_dir_faults.py and test_full_disk.py; --track: test_tracking.py.
@@ -467,8 +467,9 @@ def test_initial_parameters_as_an_agent_entry_are_a_one_seed_build_and_survive_a
 
 
 @pytest.mark.parametrize("flags, message", [
-    (["--num-seeds", "2", "--run-dir", "runs/x"], "--run-dir must contain {seed} with --num-seeds 2"),
-    (["--num-seeds", "3", "--run-dir", "runs/x/seed{seed}", "--track"], "--track logs one run per process"),
+    (["--num-seeds", "2", "--run-dir", "runs/x"], "--run-dir must be a path with {seed} (e.g. runs/my_run/seed{seed}: "
+                                                  "a directory per seed) with --num-seeds 2, got runs/x"),
+    (["--num-seeds", "3", "--run-dir", "runs/x/seed{seed}", "--track"], "--track must be off with --num-seeds 3"),
 ])
 def test_batched_seeds_refuse_a_shared_run_dir_and_track(flags, message):
     """Several seeds in one process: a --run-dir without {seed} (the seeds would share one directory) and --track
@@ -478,3 +479,33 @@ def test_batched_seeds_refuse_a_shared_run_dir_and_track(flags, message):
     assert message in str(stopped.value) and len(str(stopped.value).splitlines()) == 1
     assert ppo.parse_args(["--num-seeds", "1", *flags[2:]]).num_seeds == 1
 
+
+
+# ---- check_flags: a table of flag rules, one line per broken rule ----
+
+
+def test_check_flags_names_the_first_broken_rule_of_each_kind_in_one_line():
+    """Each rule of RULES and a rule of one's own (a test and its text), broken, raise one line naming the flag,
+    what it must be and the value; NaN breaks every rule; a field of several names is each name's rule; a table
+    that every value keeps passes, and the first broken row of a table is the one named."""
+    args = ppo.Args()
+    broken = [("num_envs", 0, "a positive integer"), ("learning_rate", 0.0, "> 0"), ("ent_coef", -0.5, ">= 0"),
+              ("clip_coef", math.inf, "a finite number >= 0"), ("gae_lambda", 1.5, "in [0, 1]"),
+              ("gamma", 0.0, "in (0, 1]")]
+    for name, value, rule in broken:
+        assert rule in ppo.RULES
+        flag = "--" + name.replace("_", "-")
+        for bad in (value, math.nan) if isinstance(value, float) else (value,):
+            with pytest.raises(ValueError) as raised:
+                ppo.check_flags(ppo.Args(**{name: bad}), {name: rule})
+            assert str(raised.value) == f"{flag} must be {rule}, got {bad}"
+        ppo.check_flags(args, {name: rule})  # the default keeps it
+    with pytest.raises(ValueError, match=r"^--minibatch-size must be a power of 2, got 100$"):
+        ppo.check_flags(ppo.Args(minibatch_size=100),
+                        {"minibatch_size": (lambda value: value & (value - 1) == 0, "a power of 2")})
+    with pytest.raises(ValueError, match=r"^--update-epochs must be a positive integer, got 0$"):
+        ppo.check_flags(ppo.Args(update_epochs=0), {"num_steps update_epochs hidden_dim": "a positive integer"})
+    with pytest.raises(ValueError, match=r"^--gamma must be in \(0, 1\], got 2.0$"):  # the first row broken, of two
+        ppo.check_flags(ppo.Args(gamma=2.0, learning_rate=-1.0), {"gamma": "in (0, 1]", "learning_rate": "> 0"})
+    ppo.check_flags(args, {"num_steps update_epochs hidden_dim": "a positive integer", "gamma": "in (0, 1]",
+                           "learning_rate clip_coef": "> 0", "ent_coef": ">= 0", "gae_lambda": "in [0, 1]"})
