@@ -1338,16 +1338,10 @@ def collect_rollout(run: Run) -> Optional[SimpleNamespace]:
     progress.advance(run.global_step)
     if steps_collected < args.num_steps or run.global_step >= run.total_steps:
         return None
-    samples = (num_seeds, run.batch_size)
-    return SimpleNamespace(
-        obs=torch.from_numpy(buffers.obs).to(device).reshape(*samples, run.obs_dim),
-        next_obs=torch.from_numpy(buffers.next_obs).to(device).reshape(*samples, run.obs_dim),
-        actions=torch.from_numpy(buffers.actions).to(device).reshape(*samples, run.action_dim),
-        rewards=torch.from_numpy(buffers.rewards).to(device),
-        raw_rewards=torch.from_numpy(buffers.raw_rewards).to(device),
-        terminations=torch.from_numpy(buffers.terminations).to(device),
-        dones=torch.from_numpy(buffers.dones).to(device),
-        shape=(num_seeds, args.num_steps, args.num_envs))
+    rollout = {name: torch.from_numpy(array).to(device) for name, array in vars(buffers).items()}
+    for name in ("obs", "next_obs", "actions"):  # as samples, (seeds, T * envs, dim); the others stay (seeds, T, envs)
+        rollout[name] = rollout[name].reshape(num_seeds, run.batch_size, -1)
+    return SimpleNamespace(**rollout, shape=(num_seeds, args.num_steps, args.num_envs))
 
 
 # ---- The update: each seed's own minibatches and optimizer steps, guarded against non-finite values ----
@@ -1468,8 +1462,11 @@ def end_iteration(run: Run) -> None:
         writer.add_scalar("charts/SPS", group_sps / len(seeds), run.global_step)  # this seed's own steps/s
     run.progress.end_iteration(run.global_step, task=run.task_index, sps=f"{group_sps:.0f}",
                                eval=f"{np.nanmean(run.last_eval_return):.0f}")
-    if must_stop_nonfinite(run):
+    if must_stop_nonfinite(run) or run.stop_signal or stats.task_ended or run.global_step >= run.next_checkpoint:
         write_checkpoint(run)
+        while run.next_checkpoint <= run.global_step:
+            run.next_checkpoint += args.checkpoint_frequency
+    if must_stop_nonfinite(run):
         failed = [seeds[k] for k in np.flatnonzero(run.consecutive_nonfinite >= args.max_nonfinite_skips)]
         reasons = sorted(set().union(*(stats.skip_reasons[seeds.index(seed)] for seed in failed)))
         print(f"error: seed {', '.join(map(str, failed))}: {args.max_nonfinite_skips} consecutive minibatch steps "
@@ -1478,14 +1475,9 @@ def end_iteration(run: Run) -> None:
               file=sys.stderr)
         run.exit_code = EXIT_NONFINITE
     elif run.stop_signal:
-        write_checkpoint(run)
         run.progress.write(f"received signal {run.stop_signal[0]}: checkpoint written at step {run.global_step}; "
                            f"re-run the same command to resume (exit code {EXIT_PREEMPTED})")
         run.exit_code = EXIT_PREEMPTED
-    elif stats.task_ended or run.global_step >= run.next_checkpoint:
-        write_checkpoint(run)
-        while run.next_checkpoint <= run.global_step:
-            run.next_checkpoint += args.checkpoint_frequency
 
 
 # ---- Checkpoints and outputs ----
@@ -2104,6 +2096,7 @@ def readable_tyro_help() -> None:
     import tyro._arguments
     import tyro._backends._tyro_help_formatting as help_formatting
     import tyro._strings
+
     def glue(text):
         text._segments = tuple(help_glued(part) if isinstance(part, str) else glue(part) for part in text._segments)
         return text
