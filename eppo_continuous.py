@@ -1139,17 +1139,17 @@ def map_leaves(fn, *trees):
 def seed_slice(state, seed_index: int):
     """Seed ``seed_index``'s part of a stacked state (its seed axis kept, of length 1); other leaves are shared."""
     k = slice(seed_index, seed_index + 1)
-    return map_leaves(lambda x: (x[k].clone() if isinstance(x, torch.Tensor) else x[k].copy()) if stacked(x) else x,
+    return map_leaves(lambda x: (x[k].clone() if isinstance(x, torch.Tensor) else x[k].copy()) if has_seed_axis(x) else x,
                       state)
 
 
 def stack_seeds(states: list):
     """The inverse of ``seed_slice``: one stacked state from the per-seed states, in the given order."""
     return map_leaves(lambda *xs: (torch.cat(xs) if isinstance(xs[0], torch.Tensor) else np.concatenate(xs))
-                      if stacked(xs[0]) else xs[0], *states)
+                      if has_seed_axis(xs[0]) else xs[0], *states)
 
 
-def stacked(x) -> bool:
+def has_seed_axis(x) -> bool:
     """Whether a state's leaf has a seed axis (a tensor or an array of at least one dimension)."""
     return isinstance(x, (torch.Tensor, np.ndarray)) and x.ndim > 0
 
