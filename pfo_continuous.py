@@ -1276,17 +1276,16 @@ def end_iteration(run: Run) -> None:
 
 # The errors of a write that failed for want of room or of a working disk: a full disk, a quota, a file too large for
 # its file system, an I/O error.
-FAILED_WRITE_ERRNOS = ("ENOSPC", "EDQUOT", "EFBIG", "EIO")
+FAILED_WRITE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO}
 
 
 def failed_write(error: BaseException) -> Optional[OSError]:
     """The OSError of a failed write, ``error`` itself or in a RuntimeError's chain (docs/long-runs.md), else None."""
     if isinstance(error, OSError):
         return error
-    failed = {getattr(errno, name) for name in FAILED_WRITE_ERRNOS if hasattr(errno, name)}
     cause, seen = (error.__cause__ or error.__context__ if isinstance(error, RuntimeError) else None), set()
     while cause is not None and id(cause) not in seen:
-        if isinstance(cause, OSError) and cause.errno in failed:
+        if isinstance(cause, OSError) and cause.errno in FAILED_WRITE_ERRNOS:
             return cause
         seen.add(id(cause))
         cause = cause.__cause__ or cause.__context__
@@ -1300,9 +1299,7 @@ class RunConfigError(Exception):
 class RunWriteError(Exception):
     """A file of the run, ``path``, that could not be written (the failed write is its cause): exit 74 (run_main)."""
 
-    def __init__(self, path: str):
-        super().__init__(path)
-        self.path = path
+    path = property(lambda self: self.args[0])
 
 
 def write_failure_line(path: str, error: OSError) -> str:
@@ -1327,15 +1324,17 @@ def writing(path: str):
         raise RunWriteError(path) from error
 
 
-def atomic_write_bytes(path: str, write_fn, name: Optional[str] = None) -> None:
-    """Write ``path`` through a temporary file, fsync and rename: never half-written, removed on failure."""
+def atomic_write_bytes(path: str, write_fn, previous: Optional[str] = None) -> None:
+    """Write ``path`` via a temporary file (removed on failure), fsync and rename; the file replaced: ``previous``."""
     tmp_path = f"{path}.tmp"
-    with writing(name or path):
+    with writing(path):
         try:
             with open(tmp_path, "wb") as f:
                 write_fn(f)
                 f.flush()
                 os.fsync(f.fileno())
+            if previous and os.path.exists(path):
+                os.replace(path, previous)
             os.replace(tmp_path, path)
         except BaseException:
             with contextlib.suppress(OSError):
@@ -1348,14 +1347,9 @@ def quiet_failed_writes_in_writer_threads() -> None:
     if getattr(threading.excepthook, "quiet_failed_writes", False):
         return
     report = threading.excepthook
-
-    def excepthook(hook_args) -> None:
-        if not (type(hook_args.thread).__module__.startswith("tensorboard.")
-                and failed_write(hook_args.exc_value) is not None):
-            report(hook_args)
-
-    excepthook.quiet_failed_writes = True
-    threading.excepthook = excepthook
+    threading.excepthook = lambda hook_args: None if type(hook_args.thread).__module__.startswith(
+        "tensorboard.") and failed_write(hook_args.exc_value) is not None else report(hook_args)
+    threading.excepthook.quiet_failed_writes = True
 
 
 def arrays_as_tensors(state, places: list, path: tuple = ()):
@@ -1372,14 +1366,10 @@ def arrays_as_tensors(state, places: list, path: tuple = ()):
 
 def save_checkpoint(run_dir: str, state: dict) -> None:
     """Write checkpoint.pt whole, the previous one kept as checkpoint.prev.pt."""
-    path = os.path.join(run_dir, "checkpoint.pt")
     places = []
     saved = {**arrays_as_tensors(state, places), "numpy_arrays": places}
-    atomic_write_bytes(f"{path}.new", lambda f: torch.save(saved, f), name=path)
-    with writing(path):
-        if os.path.exists(path):
-            os.replace(path, os.path.join(run_dir, "checkpoint.prev.pt"))
-        os.replace(f"{path}.new", path)
+    atomic_write_bytes(os.path.join(run_dir, "checkpoint.pt"), lambda f: torch.save(saved, f),
+                       previous=os.path.join(run_dir, "checkpoint.prev.pt"))
 
 
 def read_checkpoint(path: str) -> tuple:
@@ -1399,26 +1389,6 @@ def read_checkpoint(path: str) -> tuple:
     return state, None
 
 
-def group_checkpoints(run_dirs: list) -> tuple:
-    """(each seed's checkpoint at the newest step all hold, or None; [(path, why not)] of unreadable ones)."""
-    by_step, stranded = [], []
-    for run_dir in run_dirs:
-        states, problems = {}, []
-        for path in (os.path.join(run_dir, name) for name in ("checkpoint.pt", "checkpoint.prev.pt")):
-            if os.path.exists(path):
-                state, problem = read_checkpoint(path)
-                if state is None:
-                    problems.append((path, problem))
-                else:
-                    states[state["global_step"]] = state
-        for path, problem in problems if states else ():
-            warnings.warn(f"{path}: {problem}; trying the previous checkpoint")
-        stranded += [] if states else problems
-        by_step.append(states)
-    common = set.intersection(*(set(steps) for steps in by_step))
-    return ([states[max(common)] for states in by_step] if common else None), stranded
-
-
 def write_checkpoint(run: Run) -> None:
     """Each seed's checkpoint, after its TensorBoard points and states.npz."""
     for k, seed in enumerate(run.seeds):
@@ -1433,21 +1403,23 @@ def write_checkpoint(run: Run) -> None:
 
 
 def csv_lines_to_keep(path: str, header: list, last_step: int) -> Optional[list]:
-    """The lines of a CSV log a resume from ``last_step`` keeps (None: no file); ValueError for a bad row."""
+    """The lines of a CSV log a resume from ``last_step`` keeps (None: no file); RunConfigError for a bad row."""
     if not os.path.exists(path):
         return None
+    remedy = (f"the run directory is unchanged; repair the file to resume (rows of steps after {last_step}, the "
+              "checkpoint's, may simply be deleted: the run logs them again)")
     with open(path, "rb") as f:
         lines = [line + b"\n" for line in f.read().split(b"\n")[:-1]]  # the last piece is empty, or a torn line
     if not lines or lines[0].decode("ascii", "replace").rstrip("\r\n").split(",") != header:
-        raise ValueError(f"{path}, line 1: not the header {','.join(header)!r}")
+        raise RunConfigError(f"{path}, line 1: not the header {','.join(header)!r}; {remedy}")
     kept = lines[:1]
     for number, line in enumerate(lines[1:], start=2):
         step = line.split(b",", 1)[0]
         if step.isdigit() and int(step) > last_step:
             continue
         if not step.isdigit() or line.count(b",") != len(header) - 1:
-            raise ValueError(f"{path}, line {number}: {line.decode('ascii', 'replace').strip()!r} is not a row of "
-                             f"{len(header)} fields, a step number first")
+            raise RunConfigError(f"{path}, line {number}: {line.decode('ascii', 'replace').strip()!r} is not a row "
+                                 f"of {len(header)} fields, a step number first; {remedy}")
         kept.append(line)
     return kept
 
@@ -1503,17 +1475,15 @@ def lock_run_dir(run_dir: str) -> None:
         lock.seek(0)
         holder = lock.read().strip() or "another process"
         lock.close()
-        raise ValueError(f"--run-dir {run_dir} is in use by {holder}: a run directory has one writer at a time "
-                         "(wait for that run to end, or stop it)") from None
-    lock.seek(0)
-    lock.truncate()
-    lock.write(f"PID {os.getpid()} on host {socket.gethostname()}\n")
-    lock.flush()
+        raise RunConfigError(f"--run-dir {run_dir} is in use by {holder}: a run directory has one writer at a time "
+                             "(wait for that run to end, or stop it)") from None
+    lock.truncate(0)  # opened to append: the line is written at the start
+    print(f"PID {os.getpid()} on host {socket.gethostname()}", file=lock, flush=True)
     RUN_DIR_LOCKS[key] = lock
 
 
 def read_record(path: str, key: str, remedy: str) -> Optional[dict]:
-    """A run directory's config.json or summary.json (None: no file); ValueError when it is unreadable."""
+    """A run directory's config.json or summary.json (None: no file); RunConfigError when it is unreadable."""
     if not os.path.exists(path):
         return None
     try:
@@ -1522,8 +1492,8 @@ def read_record(path: str, key: str, remedy: str) -> Optional[dict]:
         if not isinstance(record, dict) or key not in record:
             raise ValueError(f"it holds no {key}")
     except (OSError, ValueError) as error:  # ValueError: JSON's and UTF-8's errors too
-        raise ValueError(f"{path} cannot be read: {str(error).splitlines()[0]}; the run directory is unchanged; "
-                         f"{remedy}") from None
+        raise RunConfigError(f"{path} cannot be read: {str(error).splitlines()[0]}; the run directory is unchanged; "
+                             f"{remedy}") from None
     return record
 
 
@@ -1533,26 +1503,22 @@ def prepare_run_dir(args: Args, run_dir: str, config_args: dict) -> None:
         os.makedirs(run_dir, exist_ok=True)
         lock_run_dir(run_dir)  # before anything is read or deleted: --overwrite never touches a directory in use
     except OSError as error:
-        raise ValueError(f"--run-dir {run_dir} is not writable: {error}") from None
-    try:
-        config = read_record(os.path.join(run_dir, "config.json"), "args", "repair the file, or pass --overwrite to "
-                             "delete this run's outputs and start again")
-    except ValueError:
+        raise RunConfigError(f"--run-dir {run_dir} is not writable: {error}") from None
+    try:  # no config.json: a new run directory, compared with itself
+        previous = (read_record(os.path.join(run_dir, "config.json"), "args", "repair the file, or pass --overwrite "
+                                "to delete this run's outputs and start again") or {"args": config_args})["args"]
+    except RunConfigError:
         if not args.overwrite:
             raise
-        config = {"args": {}}  # unreadable: its outputs are deleted below, as those of another configuration
-    if config is None:
-        return
-    previous = config["args"]
+        previous = {}  # unreadable: its outputs are deleted below, as those of another configuration
     differing = sorted(k for k in set(previous) | set(config_args)
                        if k not in RESUME_IGNORED_ARGS and previous.get(k) != config_args.get(k))
-    if not differing:
-        return
-    if not args.overwrite:
+    if differing and not args.overwrite:
         detail = ", ".join(f"{k}: {previous.get(k)!r} -> {config_args.get(k)!r}" for k in differing)
-        raise ValueError(f"--run-dir {run_dir} holds a run with a different configuration ({detail}); "
-                         "use another --run-dir or pass --overwrite to delete its outputs")
-    remove_files(run_dir, RUN_FILES)
+        raise RunConfigError(f"--run-dir {run_dir} holds a run with a different configuration ({detail}); "
+                             "use another --run-dir or pass --overwrite to delete its outputs")
+    if differing:
+        remove_files(run_dir, RUN_FILES)
 
 
 def remove_files(run_dir: str, names: tuple) -> None:
@@ -1589,17 +1555,14 @@ def choose_seeds(run: Run) -> None:
                     for seed in all_seeds}
     run.config_args = {seed: {**dataclasses.asdict(args), "seed": seed} for seed in all_seeds}
     run.seeds = []
-    try:
-        for seed in all_seeds:
-            prepare_run_dir(args, run.run_dirs[seed], run.config_args[seed])
-        remedy = "a run writes it when it has finished: delete it to finish the run from its last checkpoint"
-        for seed in all_seeds:
-            if read_record(os.path.join(run.run_dirs[seed], "summary.json"), "status", remedy):
-                print(f"{run.run_dirs[seed]} already holds a finished run (summary.json); nothing to do.")
-            else:
-                run.seeds.append(seed)
-    except ValueError as error:
-        raise RunConfigError(error) from None
+    for seed in all_seeds:
+        prepare_run_dir(args, run.run_dirs[seed], run.config_args[seed])
+    remedy = "a run writes it when it has finished: delete it to finish the run from its last checkpoint"
+    for seed in all_seeds:
+        if read_record(os.path.join(run.run_dirs[seed], "summary.json"), "status", remedy):
+            print(f"{run.run_dirs[seed]} already holds a finished run (summary.json); nothing to do.")
+        else:
+            run.seeds.append(seed)
     if not run.seeds:
         sys.exit(0)
     run.schedule = nonstationary_envs.task_schedule(args.env_id, args.experiment, args.strategy)
@@ -1637,41 +1600,45 @@ def build(run: Run) -> None:
 
     run.agent = make_agent(args, run.obs_dim, run.action_dim, run.generators, run.device)
     run.obs_rms = RunningMeanStd(num_seeds, (run.obs_dim,))
-    run.raw_obs = None  # the envs' observations: fresh_start or resume
+    run.raw_obs = None  # the envs' observations: restore_or_reset
     # Per-environment episode state, (seeds, envs) (kept here, not in wrappers, so that it can be checkpointed)
     run.episode_return = np.zeros((num_seeds, args.num_envs))
     run.episode_length = np.zeros((num_seeds, args.num_envs), dtype=np.int64)
     run.global_step, run.iteration, run.task_index = 0, 0, 0
-    run.nonfinite_skips_total = np.zeros(num_seeds, np.int64)
+    run.nonfinite_skips_total, run.consecutive_nonfinite = np.zeros(num_seeds, np.int64), np.zeros(num_seeds, np.int64)
     run.last_eval_return = np.full(num_seeds, np.nan)  # the progress bar's: each seed's last evaluation
-    run.consecutive_nonfinite = np.zeros(num_seeds, np.int64)
     run.timers = {"wall": 0.0, "eval": 0.0, "plasticity": 0.0}  # seconds, accumulated over resumed sessions
     run.saved_states, run.saved_state_steps = [[] for _ in run.seeds], [[] for _ in run.seeds]
 
 
 def restore_or_reset(run: Run) -> bool:
-    """Resume every seed from its checkpoint at a common step, else start fresh; returns whether it resumed."""
-    checkpoints, unusable = group_checkpoints([run.run_dirs[seed] for seed in run.seeds])
+    """Resume every seed from its checkpoint at the newest step all hold, else start fresh; True when it resumed."""
+    by_step, unusable = [], []  # each seed's readable checkpoints by step; (path, why not) of a seed that has none
+    for seed in run.seeds:
+        paths = [os.path.join(run.run_dirs[seed], name) for name in ("checkpoint.pt", "checkpoint.prev.pt")]
+        read = [(path, *read_checkpoint(path)) for path in paths if os.path.exists(path)]
+        states = {state["global_step"]: state for _, state, _ in read if state is not None}
+        problems = [(path, problem) for path, state, problem in read if state is None]
+        for path, problem in problems if states else ():
+            warnings.warn(f"{path}: {problem}; trying the previous checkpoint")
+        unusable += [] if states else problems
+        by_step.append(states)
     if unusable and not run.args.overwrite:  # never discard what such a run logged, nor run what a file carries
         path, problem = unusable[0]
         raise RunConfigError(f"{path} cannot be resumed: {problem}"
                              f"{f' (and {len(unusable) - 1} more checkpoint files)' if len(unusable) > 1 else ''}; the "
                              "run directory is unchanged; pass --overwrite to start the run again")
-    if checkpoints is None:
-        fresh_start(run)
-    else:
-        resume(run, checkpoints)
+    common = set.intersection(*(set(steps) for steps in by_step))
+    if common:
+        resume(run, [states[max(common)] for states in by_step])
+    else:  # step 0: the logs of an earlier attempt that wrote no checkpoint deleted, the simulations reset
+        for seed in run.seeds:
+            remove_files(run.run_dirs[seed], LOGGED_FILES)
+        run.raw_obs = run.env.reset(None, [seed + i for seed in run.seeds for i in range(run.args.num_envs)]).reshape(
+            len(run.seeds), run.args.num_envs, run.obs_dim)
+        run.obs_rms.update(run.raw_obs)
     run.env.set_task(None, run.task_index)
-    return checkpoints is not None
-
-
-def fresh_start(run: Run) -> None:
-    """Step 0: the logs of an earlier attempt that wrote no checkpoint deleted, the simulations reset."""
-    for seed in run.seeds:
-        remove_files(run.run_dirs[seed], LOGGED_FILES)
-    run.raw_obs = run.env.reset(None, [seed + i for seed in run.seeds for i in range(run.args.num_envs)]).reshape(
-        len(run.seeds), run.args.num_envs, run.obs_dim)
-    run.obs_rms.update(run.raw_obs)
+    return bool(common)
 
 
 def resume(run: Run, checkpoints: list) -> None:
@@ -1681,12 +1648,7 @@ def resume(run: Run, checkpoints: list) -> None:
     for k, seed in enumerate(run.seeds):
         for name, header in CSV_LOGS.items():
             path = os.path.join(run.run_dirs[seed], name)
-            try:
-                kept_lines[path] = csv_lines_to_keep(path, header, step)
-            except ValueError as error:
-                raise RunConfigError(f"{error}; the run directory is unchanged; repair the file to resume (rows of "
-                                     f"steps after {step}, the checkpoint's, may simply be deleted: the run logs them "
-                                     "again)") from None
+            kept_lines[path] = csv_lines_to_keep(path, header, step)
         states_path = os.path.join(run.run_dirs[seed], "states.npz")
         if run.args.save_states and os.path.exists(states_path):
             try:
@@ -1727,9 +1689,8 @@ def open_outputs(run: Run, resumed: bool) -> None:
     for seed in seeds:
         with writing(os.path.join(run.run_dirs[seed], "events.out.tfevents.*")):
             run.writers.append(SummaryWriter(run.run_dirs[seed], purge_step=run.global_step if resumed else None))
-    if not resumed:
-        for seed, writer in zip(seeds, run.writers):
-            writer.add_text("hyperparameters", "|param|value|\n|-|-|\n" + "\n".join(
+        if not resumed:
+            run.writers[-1].add_text("hyperparameters", "|param|value|\n|-|-|\n" + "\n".join(
                 f"|{k}|{v}|" for k, v in run.config_args[seed].items()))
     run.evaluations_logs, run.plasticity_logs = ([CsvLog(os.path.join(run.run_dirs[seed], name), CSV_LOGS[name])
                                                   for seed in seeds] for name in CSV_LOGS)
@@ -1770,9 +1731,8 @@ def start_session(run: Run, resumed: bool) -> None:
     shape = (num_seeds, args.num_steps, args.num_envs)
     run.buffers = SimpleNamespace(
         obs=np.zeros((*shape, run.obs_dim), np.float32), next_obs=np.zeros((*shape, run.obs_dim), np.float32),
-        actions=np.zeros((*shape, run.action_dim), np.float32), rewards=np.zeros(shape, np.float32),
-        raw_rewards=np.zeros(shape, np.float32),
-        terminations=np.zeros(shape, np.float32), dones=np.zeros(shape, np.float32))
+        actions=np.zeros((*shape, run.action_dim), np.float32),
+        **{name: np.zeros(shape, np.float32) for name in ("rewards", "raw_rewards", "terminations", "dones")})
     run.seed_rows = torch.arange(num_seeds, device=run.device)[:, None]  # gathers each seed's own minibatch
 
     run.eval_points = [s for s in evaluation_steps(args.steps_per_task, run.num_tasks, args.eval_frequency)

@@ -240,7 +240,7 @@ def test_a_real_full_disk_stops_the_run_in_one_line_and_loses_nothing(stage, wri
     assert "MiB free on its disk" in line and "nothing already logged was lost" in line
     assert line.endswith(f"re-run the same command to resume: {shlex.join(['python', *command(run_dir)])} "
                          f"(exit code 74)"), line
-    assert not [path.name for path in left.iterdir() if path.name.endswith((".tmp", ".new"))]
+    assert not [path.name for path in left.iterdir() if path.name.endswith(".tmp")]
     for log in ("evaluations.csv", "plasticity.csv"):
         logged, complete = (left / log).read_bytes(), (straight / log).read_bytes()
         assert complete.startswith(logged) and logged.endswith(b"\r\n"), log
@@ -262,7 +262,7 @@ def test_after_the_faults_the_same_command_resumes_bit_for_bit(full_disk, straig
     assert_same_run_state(resumed, straight)
     assert np.array_equal(saved_steps(resumed), saved_steps(straight))
     assert "from global_step 256" in result.stdout
-    assert not [path.name for path in resumed.iterdir() if path.name.endswith((".tmp", ".new"))]
+    assert not [path.name for path in resumed.iterdir() if path.name.endswith(".tmp")]
 
 
 # ---- The pieces, in this process, at several levels of free space

@@ -57,7 +57,7 @@ class FullDisk:
 
 def filling_open(path, *args, **kwargs):
     file = real_open(path, *args, **kwargs)
-    if str(path).endswith("checkpoint.pt.new.tmp"):
+    if str(path).endswith("checkpoint.pt.tmp"):
         checkpoints.append(path)
         if len(checkpoints) == 2:
             return FullDisk(file)
@@ -113,7 +113,7 @@ def test_a_full_disk_stops_the_run_in_one_line_and_loses_nothing(disk_full, stra
     assert "MiB free on its disk" in line and "nothing already logged was lost" in line
     assert line.endswith(f"re-run the same command to resume: {command} (exit code 74)")
     assert sorted(path.name for path in run_dir.iterdir() if not path.name.startswith("events.out.tfevents")) == [
-        ".lock", "checkpoint.pt", "config.json", "evaluations.csv", "plasticity.csv", "states.npz"]  # no .tmp, .new
+        ".lock", "checkpoint.pt", "config.json", "evaluations.csv", "plasticity.csv", "states.npz"]  # no .tmp
     assert load_checkpoint_file(run_dir / "checkpoint.pt")["global_step"] == 128
     with np.load(run_dir / "states.npz") as saved:
         # every 10th step, up to the checkpoint that failed: states.npz is written before checkpoint.pt, so it is
@@ -143,7 +143,7 @@ def test_after_space_is_freed_the_printed_command_resumes_bit_for_bit(disk_full,
     with np.load(run_dir / "states.npz") as resumed_states, np.load(straight / "states.npz") as straight_states:
         for name in ("observations", "global_steps"):
             assert np.array_equal(resumed_states[name], straight_states[name]), name
-    assert not [path for path in run_dir.iterdir() if path.name.endswith((".tmp", ".new"))]
+    assert not [path for path in run_dir.iterdir() if path.name.endswith(".tmp")]
 
 
 def test_config_json_records_the_release_and_the_device(straight, monkeypatch):
@@ -286,7 +286,7 @@ def test_csv_lines_kept_on_resume(tmp_path):
                              (rows.replace(b"128,", b"x,"), "line 3: 'x,0,nan' is not a row of 3 fields"),
                              (rows.replace(b"task", b"tusk"), "line 1: not the header"),
                              (b"global_st", "line 1: not the header")]:
-        with pytest.raises(ValueError, match=problem):
+        with pytest.raises(ppo.RunConfigError, match=problem):
             kept(damaged)
 
 
@@ -302,7 +302,7 @@ def test_a_malformed_config_is_refused_unless_overwrite(tmp_path):
         (run_dir / "evaluations.csv").write_bytes(b"global_step\r\n0\r\n")
         (run_dir / "notes.txt").write_bytes(b"mine")
         before = directory_bytes(run_dir)
-        with pytest.raises(ValueError, match=problem) as refused:
+        with pytest.raises(ppo.RunConfigError, match=problem) as refused:
             ppo.prepare_run_dir(ppo.Args(), str(run_dir), config_args)
         assert str(run_dir / "config.json") in str(refused.value) and directory_bytes(run_dir) == before
         ppo.prepare_run_dir(ppo.Args(overwrite=True), str(run_dir), config_args)
