@@ -923,8 +923,8 @@ def map_leaves(fn, *trees):
 def seed_slice(state, seed_index: int):
     """Seed ``seed_index``'s part of a stacked state (its seed axis kept, of length 1); other leaves are shared."""
     k = slice(seed_index, seed_index + 1)
-    return map_leaves(lambda x: (x[k].clone() if isinstance(x, torch.Tensor) else x[k].copy()) if has_seed_axis(x) else x,
-                      state)
+    return map_leaves(lambda x: (x[k].clone() if isinstance(x, torch.Tensor) else x[k].copy())
+                      if has_seed_axis(x) else x, state)
 
 
 def stack_seeds(states: list):
@@ -941,8 +941,7 @@ def has_seed_axis(x) -> bool:
 # ---- The run state ----
 
 
-class Agent(SimpleNamespace):
-    """What the method learns or keeps (make_agent); the checkpoint stores each entry by name."""
+Agent = SimpleNamespace  # what the method learns or keeps (make_agent); the checkpoint stores each entry by name
 
 
 class Run:
@@ -968,8 +967,6 @@ class Run:
     env: nonstationary_envs.BatchedEnv
     eval_env: nonstationary_envs.BatchedEnv
     sims: np.ndarray  # (seeds, envs): seed k's training simulations
-    obs_dim: int
-    action_dim: int
     action_low: np.ndarray
     action_high: np.ndarray
     # The learning state, per seed (build; STATE and the agent's entries are checkpointed)
@@ -1130,7 +1127,6 @@ def evaluated_task(global_step: int, steps_per_task: int) -> int:
 def evaluate_policy(policy, eval_env: nonstationary_envs.BatchedEnv, task: int, obs_rms: RunningMeanStd,
                     args: Args, seeds: list, device, max_states: int = 0):
     """One episode per eval simulation of ``policy`` on ``task``: returns, lengths, visited states per seed."""
-    frozen_rms = copy.deepcopy(obs_rms)
     num_seeds = len(seeds)
     num_episodes = eval_env.num_sims // num_seeds
     eval_env.set_task(None, task)
@@ -1145,7 +1141,7 @@ def evaluate_policy(policy, eval_env: nonstationary_envs.BatchedEnv, task: int, 
         for t in range(args.max_episode_steps):
             if not running.any():
                 break
-            obs_norm = network_input(frozen_rms, obs, args)
+            obs_norm = network_input(obs_rms, obs, args)  # frozen statistics: network_input does not update them
             if max_states and t % stride == 0:
                 for k in range(num_seeds):
                     visited[k].append(obs_norm[k][running[k]])
@@ -1221,7 +1217,6 @@ def collect_rollout(run: Run) -> Optional[SimpleNamespace]:
     num_seeds, device, progress, stats = len(run.seeds), run.device, run.progress, run.stats
     act = rollout_policy(run.agent, args, run.generators, device)
     buffers = run.buffers
-    steps_collected = 0
     with torch.inference_mode():  # once per rollout: entering it costs ~20 us
         for step in range(args.num_steps):
             step_task = run.global_step // args.steps_per_task
@@ -1264,7 +1259,6 @@ def collect_rollout(run: Run) -> Optional[SimpleNamespace]:
                 for k in range(num_seeds):
                     run.saved_states[k].append(run.raw_obs[k].astype(np.float16))
                     run.saved_state_steps[k].append(np.full(args.num_envs, run.global_step))
-            steps_collected += 1
             if run.eval_points and run.global_step >= run.eval_points[0]:
                 progress.advance(run.global_step)
                 stats.task_ended |= run.global_step % args.steps_per_task == 0
@@ -1272,7 +1266,7 @@ def collect_rollout(run: Run) -> Optional[SimpleNamespace]:
             if run.global_step >= run.total_steps:
                 break
     progress.advance(run.global_step)
-    if steps_collected < args.num_steps or run.global_step >= run.total_steps:
+    if run.global_step >= run.total_steps:  # the rollout ended early, or its update would not be evaluated
         return None
     rollout = {name: torch.from_numpy(array).to(device) for name, array in vars(buffers).items()}
     for name in ("obs", "next_obs", "actions"):  # as samples, (seeds, T * envs, dim); the others stay (seeds, T, envs)
@@ -1740,11 +1734,10 @@ def build(run: Run) -> None:
     run.env = make_env(args, num_seeds * args.num_envs)
     run.eval_env = make_env(args, num_seeds * args.eval_episodes)
     run.sims = np.arange(run.env.num_sims).reshape(num_seeds, args.num_envs)
-    run.obs_dim, run.action_dim = run.env.observation_dim, run.env.action_dim
     run.action_low, run.action_high = run.env.single_action_space.low, run.env.single_action_space.high
 
-    run.agent = make_agent(args, run.obs_dim, run.action_dim, run.generators, run.device)
-    run.obs_rms = RunningMeanStd(num_seeds, (run.obs_dim,))
+    run.agent = make_agent(args, run.env.observation_dim, run.env.action_dim, run.generators, run.device)
+    run.obs_rms = RunningMeanStd(num_seeds, (run.env.observation_dim,))
     run.raw_obs = None  # the envs' observations: restore_or_reset
     # Per-environment episode state, (seeds, envs) (kept here, not in wrappers, so that it can be checkpointed)
     run.episode_return = np.zeros((num_seeds, args.num_envs))
@@ -1780,7 +1773,7 @@ def restore_or_reset(run: Run) -> bool:
         for seed in run.seeds:
             remove_files(run.run_dirs[seed], LOGGED_FILES)
         run.raw_obs = run.env.reset(None, [seed + i for seed in run.seeds for i in range(run.args.num_envs)]).reshape(
-            len(run.seeds), run.args.num_envs, run.obs_dim)
+            len(run.seeds), run.args.num_envs, -1)
         run.obs_rms.update(run.raw_obs)
     run.env.set_task(None, run.task_index)
     return bool(common)
@@ -1875,8 +1868,9 @@ def start_session(run: Run, resumed: bool) -> None:
     # Rollout buffers live on the CPU during the rollout (one copy to the device per update), (seeds, T, envs, ...)
     shape = (num_seeds, args.num_steps, args.num_envs)
     run.buffers = SimpleNamespace(
-        obs=np.zeros((*shape, run.obs_dim), np.float32), next_obs=np.zeros((*shape, run.obs_dim), np.float32),
-        actions=np.zeros((*shape, run.action_dim), np.float32),
+        obs=np.zeros((*shape, run.env.observation_dim), np.float32),
+        next_obs=np.zeros((*shape, run.env.observation_dim), np.float32),
+        actions=np.zeros((*shape, run.env.action_dim), np.float32),
         **{name: np.zeros(shape, np.float32) for name in ("rewards", "raw_rewards", "terminations", "dones")})
     run.seed_rows = torch.arange(num_seeds, device=run.device)[:, None]  # gathers each seed's own minibatch
 

@@ -422,7 +422,7 @@ def built_run(args, seeds) -> "ppo.Run":
     run.config_args = {seed: {} for seed in seeds}
     ppo.build(run)
     run.raw_obs = run.env.reset(None, [seed + i for seed in seeds for i in range(args.num_envs)]).reshape(
-        len(seeds), args.num_envs, run.obs_dim)
+        len(seeds), args.num_envs, -1)
     return run
 
 
