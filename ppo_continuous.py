@@ -1590,14 +1590,19 @@ def restore_or_reset(run: Run) -> bool:
     common = set.intersection(*(set(steps) for steps in by_step))
     if common:
         resume(run, [states[max(common)] for states in by_step])
-    else:  # step 0: the logs of an earlier attempt that wrote no checkpoint deleted, the simulations reset
-        for seed in run.seeds:
-            remove_files(run.run_dirs[seed], LOGGED_FILES)
-        run.raw_obs = run.env.reset(None, [seed + i for seed in run.seeds for i in range(run.args.num_envs)]).reshape(
-            len(run.seeds), run.args.num_envs, -1)
-        run.obs_rms.update(run.raw_obs)
+    else:
+        fresh_start(run)
     run.env.set_task(None, run.task_index)
     return bool(common)
+
+
+def fresh_start(run: Run) -> None:
+    """Step 0: the logs of an earlier attempt that wrote no checkpoint deleted, the simulations reset."""
+    for seed in run.seeds:
+        remove_files(run.run_dirs[seed], LOGGED_FILES)
+    run.raw_obs = run.env.reset(None, [seed + i for seed in run.seeds for i in range(run.args.num_envs)]).reshape(
+        len(run.seeds), run.args.num_envs, -1)
+    run.obs_rms.update(run.raw_obs)
 
 
 def resume(run: Run, checkpoints: list) -> None:
