@@ -1247,22 +1247,22 @@ def end_iteration(run: Run) -> None:
         writer.add_scalar("charts/SPS", group_sps / len(seeds), run.global_step)  # this seed's own steps/s
     run.progress.end_iteration(run.global_step, task=run.task_index, sps=f"{group_sps:.0f}",
                                eval=f"{np.nanmean(run.last_eval_return):.0f}")
-    if must_stop_nonfinite(run) or run.stop_signal or stats.task_ended or run.global_step >= run.next_checkpoint:
+    # a signal that arrives while a checkpoint is written stops the run after the next update, with its own checkpoint
+    run.exit_code = EXIT_NONFINITE if must_stop_nonfinite(run) else EXIT_PREEMPTED if run.stop_signal else 0
+    if run.exit_code or stats.task_ended or run.global_step >= run.next_checkpoint:
         write_checkpoint(run)
         while run.next_checkpoint <= run.global_step:
             run.next_checkpoint += args.checkpoint_frequency
-    if must_stop_nonfinite(run):
+    if run.exit_code == EXIT_NONFINITE:
         failed = [seeds[k] for k in np.flatnonzero(run.consecutive_nonfinite >= args.max_nonfinite_skips)]
         reasons = sorted(set().union(*(stats.skip_reasons[seeds.index(seed)] for seed in failed)))
         print(f"error: seed {', '.join(map(str, failed))}: {args.max_nonfinite_skips} consecutive minibatch steps "
               f"had a non-finite loss or gradient ({', '.join(reasons)}) at step {run.global_step}; stopped with a "
               "checkpoint of the last finite state. Lower the learning rate or inspect the run before resuming.",
               file=sys.stderr)
-        run.exit_code = EXIT_NONFINITE
-    elif run.stop_signal:
+    elif run.exit_code == EXIT_PREEMPTED:
         run.progress.write(f"received signal {run.stop_signal[0]}: checkpoint written at step {run.global_step}; "
                            f"re-run the same command to resume (exit code {EXIT_PREEMPTED})")
-        run.exit_code = EXIT_PREEMPTED
 
 
 # ---- Checkpoints and outputs ----
