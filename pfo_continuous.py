@@ -1593,7 +1593,7 @@ def build(run: Run) -> None:
 
     run.agent = make_agent(args, run.env.observation_dim, run.env.action_dim, run.generators, run.device)
     run.obs_rms = RunningMeanStd(num_seeds, (run.env.observation_dim,))
-    run.raw_obs = None  # the envs' observations: restore_or_reset
+    run.raw_obs = None  # the envs' observations: fresh_start or resume
     # Per-environment episode state, (seeds, envs) (kept here, not in wrappers, so that it can be checkpointed)
     run.episode_return = np.zeros((num_seeds, args.num_envs))
     run.episode_length = np.zeros((num_seeds, args.num_envs), dtype=np.int64)
