@@ -105,6 +105,9 @@ class Args:
     """minibatch size of the update"""
     update_epochs: int = 10
     """epochs over the rollout per update"""
+    shuffle_minibatches: bool = True
+    """each epoch's minibatches from a fresh random permutation of the batch (CleanRL, SB3); --no-shuffle-minibatches:
+    in buffer order (time order), the same every epoch (ObjectRL's code)"""
     norm_adv: bool = True
     """normalize the advantages over the whole batch before the update epochs (Algorithm 1)"""
     clip_coef: float = 0.2
@@ -704,7 +707,7 @@ def mean_utility(gnt: GenerateAndTest) -> list:
 METHOD_FUNCTIONS = ("method_name", "run_tag", "validate_method", "make_agent", "rollout_policy", "evaluation_action",
                     "training_reward", "compute_advantages", "update", "log_update", "set_learning_rate", "main")
 METHOD_ARGS = ("num_steps", "minibatch_size", "max_grad_norm", "joint_optimizer", "normalization_clip", "norm_obs",
-               "hidden_dim", "activation", "layer_norm", "init")
+               "hidden_dim", "activation", "layer_norm", "init", "shuffle_minibatches")
 AGENT_FIELDS = ("actor", "critic", "critic_optimizer")
 EXIT_INVALID_CONFIG = 2
 EXIT_NONFINITE = 3
@@ -1354,11 +1357,12 @@ class Minibatch(dict):
 
 
 def minibatches(run: Run, batch: dict):
-    """One epoch of each seed's own random minibatches; none once the run must stop for non-finite steps."""
+    """One epoch of each seed's own random minibatches (--no-shuffle-minibatches: in the batch's order, drawing
+    nothing from the seeds' generators); none once the run must stop for non-finite steps."""
     if must_stop_nonfinite(run):
         return
-    permutation = torch.stack([torch.randperm(run.batch_size, generator=generator)
-                               for generator in run.generators]).to(run.device)
+    permutation = torch.stack([torch.randperm(run.batch_size, generator=generator) if run.args.shuffle_minibatches
+                               else torch.arange(run.batch_size) for generator in run.generators]).to(run.device)
     for start in range(0, run.batch_size, run.args.minibatch_size):
         if must_stop_nonfinite(run):
             return

@@ -509,3 +509,30 @@ def test_check_flags_names_the_first_broken_rule_of_each_kind_in_one_line():
         ppo.check_flags(ppo.Args(gamma=2.0, learning_rate=-1.0), {"gamma": "in (0, 1]", "learning_rate": "> 0"})
     ppo.check_flags(args, {"num_steps update_epochs hidden_dim": "a positive integer", "gamma": "in (0, 1]",
                            "learning_rate clip_coef": "> 0", "ent_coef": ">= 0", "gae_lambda": "in [0, 1]"})
+
+
+def epochs_of_minibatch_indices(shuffle_minibatches: bool, epochs: int = 3) -> tuple:
+    """Each epoch's minibatch indices (seeds, minibatch) of minibatches on a two-seed run of batch 24 in minibatches
+    of 8, and the seeds' generator states before and after the epochs."""
+    run = ppo.Run()
+    run.args = ppo.Args(minibatch_size=8, shuffle_minibatches=shuffle_minibatches)
+    run.batch_size, run.device, run.generators = 24, torch.device("cpu"), generators(3, 4)
+    run.seed_rows = torch.arange(2)[:, None]
+    run.consecutive_nonfinite = np.zeros(2, np.int64)
+    before = [generator.get_state() for generator in run.generators]
+    indices = [[mb.index for mb in ppo.minibatches(run, {})] for _ in range(epochs)]
+    return indices, before, [generator.get_state() for generator in run.generators]
+
+
+def test_no_shuffle_minibatches_are_the_batch_in_order_every_epoch_and_draw_nothing():
+    """--no-shuffle-minibatches (ObjectRL): every epoch, for every seed, arange slices of the batch in order, and the
+    seeds' generators are not advanced; the default draws each seed its own fresh permutation per epoch."""
+    in_order, before, after = epochs_of_minibatch_indices(shuffle_minibatches=False)
+    for epoch in in_order:
+        assert [index.tolist() for index in epoch] == [[list(range(start, start + 8))] * 2 for start in (0, 8, 16)]
+    assert all(torch.equal(b, a) for b, a in zip(before, after))
+    shuffled, before, after = epochs_of_minibatch_indices(shuffle_minibatches=True)
+    permutations = [torch.cat(epoch, dim=1) for epoch in shuffled]  # (seeds, batch) per epoch
+    assert all(sorted(row.tolist()) == list(range(24)) for permutation in permutations for row in permutation)
+    assert not torch.equal(permutations[0], permutations[1]) and not torch.equal(permutations[0][0], permutations[0][1])
+    assert not any(torch.equal(b, a) for b, a in zip(before, after))
