@@ -112,6 +112,9 @@ class Args:
     """the discount factor gamma"""
     gae_lambda: float = 0.95
     """the lambda of the generalized advantage estimator"""
+    gae_across_truncations: bool = False
+    """run the GAE recursion on across a time-limit truncation into the next episode, stopping it only at a
+    termination (ObjectRL's code, not the paper); off: it stops at every episode end"""
     minibatch_size: int = 256
     """minibatch size of the update"""
     update_epochs: int = 10
@@ -594,11 +597,13 @@ def compute_advantages(run, rollout, args: Args) -> dict:
         next_values, next_nu, next_alpha, next_beta = agent.critic(rollout.next_obs)
         next_value_vars = nig_value_variance(next_nu, next_alpha, next_beta)
         old_log_probs = gaussian_log_prob(rollout.actions, agent.actor(rollout.obs), agent.actor.action_log_std())
+        # where GAE's recursion stops: every episode end, or only terminations (--gae-across-truncations)
+        gae_stops = rollout.terminations if args.gae_across_truncations else rollout.dones
         # EPPO: GAE's mean and variance over time first (Eq. (4) / gae_var_ind), then the UCB advantage (Eq. (3))
         advantages, advantage_vars = (time_major(output) for output in probabilistic_gae(
             time_major(rollout.rewards), time_major(values), time_major(value_vars),
             time_major(next_values.reshape(rollout.shape)), time_major(next_value_vars.reshape(rollout.shape)),
-            time_major(rollout.terminations), time_major(rollout.dones), args.gamma, args.gae_lambda, args.variant))
+            time_major(rollout.terminations), time_major(gae_stops), args.gamma, args.gae_lambda, args.variant))
         advantage_stds = advantage_vars.sqrt()
         # EPPO: R = A_UCB + omega as Algorithm 1 (line 19); --no-ucb-in-returns: PPO's R = A + omega
         advantages, mean_advantages = ucb_advantages(advantages, advantage_stds, args.kappa), advantages

@@ -92,6 +92,9 @@ class Args:
     """the discount factor gamma"""
     gae_lambda: float = 0.95
     """the lambda of the generalized advantage estimator"""
+    gae_across_truncations: bool = False
+    """run the GAE recursion on across a time-limit truncation into the next episode, stopping it only at a
+    termination (ObjectRL's code, not the paper); off: it stops at every episode end"""
     minibatch_size: int = 256
     """minibatch size of the update"""
     update_epochs: int = 10
@@ -557,9 +560,11 @@ def compute_advantages(run, rollout, args: Args) -> dict:
         values, int_values = (v.reshape(rollout.shape) for v in agent.critic(rollout.obs))  # DRND: two heads
         next_values, next_int_values = (v.reshape(rollout.shape) for v in agent.critic(rollout.next_obs))
         old_log_probs = gaussian_log_prob(rollout.actions, agent.actor(rollout.obs), agent.actor.action_log_std())
+        # where GAE's recursion stops: every episode end, or only terminations (--gae-across-truncations)
+        gae_stops = rollout.terminations if args.gae_across_truncations else rollout.dones
         # gae runs over time first: (T, seeds, envs) views of the (seeds, T, envs) rollout
         advantages = time_major(gae(time_major(rollout.rewards), time_major(values), time_major(next_values),
-                                    time_major(rollout.terminations), time_major(rollout.dones), args.gamma,
+                                    time_major(rollout.terminations), time_major(gae_stops), args.gamma,
                                     args.gae_lambda))
         returns = advantages + values
         # DRND: the intrinsic return is non-episodic: no termination zeroes V_int(s_{t+1}); an episode end bootstraps

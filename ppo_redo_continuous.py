@@ -78,6 +78,9 @@ class Args:
     """the discount factor gamma"""
     gae_lambda: float = 0.95
     """the lambda of the generalized advantage estimator"""
+    gae_across_truncations: bool = False
+    """run the GAE recursion on across a time-limit truncation into the next episode, stopping it only at a
+    termination (ObjectRL's code, not the paper); off: it stops at every episode end"""
     minibatch_size: int = 256
     """minibatch size of the update"""
     update_epochs: int = 10
@@ -475,9 +478,11 @@ def compute_advantages(run, rollout, args: Args) -> dict:
         values = agent.critic(rollout.obs).reshape(rollout.shape)
         next_values = agent.critic(rollout.next_obs).reshape(rollout.shape)
         old_log_probs = gaussian_log_prob(rollout.actions, agent.actor(rollout.obs), agent.actor.action_log_std())
+        # where GAE's recursion stops: every episode end, or only terminations (--gae-across-truncations)
+        gae_stops = rollout.terminations if args.gae_across_truncations else rollout.dones
         # gae runs over time first: (T, seeds, envs) views of the (seeds, T, envs) rollout
         advantages = time_major(gae(time_major(rollout.rewards), time_major(values), time_major(next_values),
-                                    time_major(rollout.terminations), time_major(rollout.dones), args.gamma,
+                                    time_major(rollout.terminations), time_major(gae_stops), args.gamma,
                                     args.gae_lambda))
         returns = advantages + values
     batch = {"obs": rollout.obs, "actions": rollout.actions, "old_log_probs": old_log_probs,

@@ -245,6 +245,35 @@ def test_mean_advantages_equal_ppo_gae():
         torch.testing.assert_close(advantages, expected, rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("across", [False, True])
+def test_gae_across_truncations_cuts_the_mean_and_the_variance_recursions_alike(across):
+    """compute_advantages with --gae-across-truncations (ObjectRL's code): both of probabilistic_gae's recursions, the
+    mean's and the future variance's, run on across a truncation and stop only at terminations: the batch's
+    advantage std (EPPO_ind) and mean advantages (returns - values, --no-ucb-in-returns) are brute_force_gae's with
+    the terminations as the episode ends; without the flag, with every episode end."""
+    from test_ppo import rollout_with_episode_ends, script_run
+
+    run = script_run(eppo_continuous, gae_across_truncations=across, ucb_in_returns=False)
+    rollout = rollout_with_episode_ends(truncated=True)
+    batch = eppo_continuous.compute_advantages(run, rollout, run.args)
+    with torch.no_grad():
+        values, nu, alpha, beta = (x.reshape(rollout.shape) for x in run.agent.critic(rollout.obs))
+        next_values, *next_evidence = (x.reshape(rollout.shape) for x in run.agent.critic(rollout.next_obs))
+        value_vars, next_value_vars = nig_value_variance(nu, alpha, beta), nig_value_variance(*next_evidence)
+    episode_ends = rollout.terminations if across else rollout.dones
+    gamma, gae_lambda = run.args.gamma, run.args.gae_lambda
+    for k in range(2):
+        advantage, future_var = brute_force_gae(
+            rollout.rewards[k].numpy(), values[k].numpy(), next_values[k].numpy(), rollout.terminations[k].numpy(),
+            episode_ends[k].numpy(), gamma, gae_lambda, next_value_vars=next_value_vars[k].numpy())
+        expected_var = ((1 - gae_lambda) / (1 + gae_lambda) * value_vars[k].double().numpy()
+                        + ((1 - gae_lambda) / gae_lambda) ** 2 * future_var)
+        np.testing.assert_allclose(batch["returns"][k].numpy() - values[k].numpy().reshape(-1), advantage.reshape(-1),
+                                   rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(batch["evidence"]["advantage_stds"][k].double().numpy() ** 2, expected_var,
+                                   rtol=1e-4, atol=1e-7)
+
+
 def test_zero_lambda_is_rejected_before_probabilistic_gae():
     """probabilistic_gae takes the values the command line can give: the variant's choices are checked once, by tyro
     on the command line (test_bad_eppo_flags_exit_with_code_2), and lambda > 0 for cor and ind by validate_method."""

@@ -6,7 +6,9 @@ The plumbing below the marker (the same in every script) is tested in tests/plum
 tests/plumbing/test_plumbing.py), the end-to-end properties every script shares in tests/plumbing/test_all_scripts.py.
 """
 
+import importlib
 import math
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -15,6 +17,7 @@ import torch
 import ppo_continuous as ppo
 import reference_math
 from reference_math import brute_force_gae
+from scripts import sync_plumbing
 
 
 def random_rollout(T=40, N=3, seed=0):
@@ -219,6 +222,81 @@ def test_no_norm_adv_gives_the_actor_the_raw_gae_advantages(norm_adv):
         np.testing.assert_allclose(batch["advantages"][k].numpy(), expected, rtol=1e-4, atol=1e-5)
         np.testing.assert_allclose(batch["returns"][k].numpy(), raw + values[k].reshape(-1), rtol=1e-5, atol=1e-5)
         assert abs(raw.mean()) > 0.05 or abs(raw.std() - 1) > 0.05  # raw and normalized differ here
+
+
+STEPS, ENVS = 6, 2
+
+
+def rollout_with_episode_ends(truncated: bool, seed: int = 4) -> SimpleNamespace:
+    """A two-seed rollout (seeds, STEPS, ENVS) that compute_advantages reads: a termination of seed 0 at step 2 and,
+    when ``truncated``, a time-limit truncation of each seed's env 0 at step 3 (dones 1, terminations 0)."""
+    rng = np.random.default_rng(seed)
+    terminations = np.zeros((2, STEPS, ENVS), np.float32)
+    terminations[0, 2, 1] = 1.0
+    dones = terminations.copy()
+    if truncated:
+        dones[:, 3, 0] = 1.0
+    draw = lambda *shape: torch.from_numpy(rng.normal(size=(2, STEPS * ENVS, *shape)).astype(np.float32))
+    return SimpleNamespace(obs=draw(OBS_DIM), next_obs=draw(OBS_DIM), actions=draw(ACTION_DIM),
+                           rewards=torch.from_numpy(rng.normal(size=(2, STEPS, ENVS)).astype(np.float32)),
+                           terminations=torch.from_numpy(terminations), dones=torch.from_numpy(dones),
+                           shape=(2, STEPS, ENVS))
+
+
+def script_run(module, **flags):
+    """A two-seed Run of ``module`` holding what its compute_advantages reads: the args and make_agent's agent."""
+    run = module.Run()
+    run.args = module.Args(hidden_dim=16, num_steps=STEPS, num_envs=ENVS, **flags)
+    run.seeds, run.device, run.generators = [1, 2], torch.device("cpu"), generators(1, 2)
+    run.action_low, run.action_high = -np.ones(ACTION_DIM, np.float32), np.ones(ACTION_DIM, np.float32)
+    run.agent = module.make_agent(run.args, OBS_DIM, ACTION_DIM, run.generators, run.device)
+    return run
+
+
+def test_gae_across_truncations_stops_the_recursion_only_at_terminations():
+    """--gae-across-truncations (ObjectRL's code): compute_advantages' raw advantages (returns - values) are
+    sum_l (gamma lambda)^l delta_{t+l} with only (1 - terminated) factors cutting the sum (brute_force_gae with the
+    terminations as the episode ends), so the steps before a truncation differ from the default's, whose sum stops
+    there; with no truncation in the rollout both settings give the same batch, bit for bit."""
+    advantages = {}
+    for across in (False, True):
+        run = hand_built_run(seeds=(1, 2), batch_size=STEPS * ENVS, norm_adv=False, num_steps=STEPS,
+                             num_envs=ENVS, gae_across_truncations=across)
+        rollout = rollout_with_episode_ends(truncated=True)
+        batch = ppo.compute_advantages(run, rollout, run.args)
+        with torch.no_grad():
+            values = run.agent.critic(rollout.obs).reshape(rollout.shape).double().numpy()
+            next_values = run.agent.critic(rollout.next_obs).reshape(rollout.shape).double().numpy()
+        episode_ends = rollout.terminations if across else rollout.dones
+        for k in range(2):
+            expected = brute_force_gae(rollout.rewards[k].numpy(), values[k], next_values[k],
+                                       rollout.terminations[k].numpy(), episode_ends[k].numpy(), run.args.gamma,
+                                       run.args.gae_lambda)
+            np.testing.assert_allclose(batch["advantages"][k].numpy(), expected.reshape(-1), rtol=1e-5, atol=1e-5)
+        advantages[across] = batch["advantages"].reshape(rollout.shape)
+        no_truncation = rollout_with_episode_ends(truncated=False)
+        untruncated = ppo.compute_advantages(run, no_truncation, run.args)["advantages"]
+        advantages[across, "untruncated"] = untruncated
+    before, after = slice(0, 4), slice(4, STEPS)  # env 0's steps up to the truncation at step 3, and after it
+    assert (advantages[True][:, before, 0] - advantages[False][:, before, 0]).abs().min() > 1e-4
+    assert torch.equal(advantages[True][:, after], advantages[False][:, after])
+    assert torch.equal(advantages[True][:, :, 1], advantages[False][:, :, 1])  # env 1: a termination only
+    assert torch.equal(advantages[True, "untruncated"], advantages[False, "untruncated"])
+
+
+@pytest.mark.parametrize("script", [sync_plumbing.TEMPLATE, *sync_plumbing.SCRIPTS])
+def test_every_script_reads_gae_across_truncations(script):
+    """Every script's compute_advantages: --gae-across-truncations changes the advantages of a rollout with a
+    truncation and leaves those of a rollout without one bit for bit as the default's."""
+    module = importlib.import_module(script[: -len(".py")])
+    advantages = {}
+    for truncated in (False, True):
+        for across in (False, True):
+            run = script_run(module, gae_across_truncations=across)
+            batch = module.compute_advantages(run, rollout_with_episode_ends(truncated), run.args)
+            advantages[truncated, across] = batch["advantages"]
+    assert torch.equal(advantages[False, False], advantages[False, True]), script
+    assert not torch.allclose(advantages[True, False], advantages[True, True]), script
 
 
 def test_target_kl_stops_the_update_after_the_epoch_whose_kl_exceeds_it():

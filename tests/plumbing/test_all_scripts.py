@@ -414,11 +414,11 @@ def test_every_script_rejects_bad_ppo_flags_in_one_line(script, tmp_path):
 # Every reading of the network and policy flags (v0.2, 2026-11-27: studies/2026-11-27_why_ppo_does_not_walk_on_ant)
 # at once but the defaults: no contact forces, tanh, LayerNorm without gain and shift, nn.Linear's initialization, a
 # fixed std of exp(-0.5), normalized observations and rewards (both off by default in v0.2, rewards normalized again
-# since v0.3), one clip over both networks.
+# since v0.3), one clip over both networks; and ObjectRL's minibatches in buffer order and GAE across truncations.
 POLICY_FLAGS = ("--env-id", "Ant-v5", "--no-include-cfrc-ext-in-observation",
                 "--activation", "tanh", "--layer-norm", "plain", "--init", "torch", "--log-std-init", "-0.5",
                 "--no-learn-log-std", "--norm-obs", "--norm-reward", "--hidden-dim", "16", "--joint-optimizer",
-                "--vf-coef", "0.25")
+                "--vf-coef", "0.25", "--no-shuffle-minibatches", "--gae-across-truncations")
 
 
 def assert_ends_exactly_at(run_dir, evaluation_steps: list, steps_per_task: int, num_envs: int = 1) -> None:
@@ -451,6 +451,9 @@ def test_network_and_policy_flags_run_end_to_end(script, tmp_path):
     assert torch.equal(actor["log_std"], torch.full_like(actor["log_std"], -0.5))
     assert actor["trunk.0.weight"].shape == (1, 16, 27)
     assert not any(name.startswith("trunk.1.") for name in actor)  # the plain LayerNorm has no parameters
+    with open(tmp_path / "run" / "config.json") as f:
+        recorded = json.load(f)["args"]
+    assert not recorded["shuffle_minibatches"] and recorded["gae_across_truncations"]
     assert_ends_exactly_at(tmp_path / "run", MID_ROLLOUT_EVALUATION_STEPS, MID_ROLLOUT_STEPS_PER_TASK)
 
 
