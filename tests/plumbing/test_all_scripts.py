@@ -789,7 +789,9 @@ def test_every_script_gives_the_plumbing_the_same_method_signatures():
 def help_fields(help_text: str) -> dict:
     """The options box of a script's --help as {flag: its text's rendered lines}, and the text column's width."""
     lines = [line[2:-2] for line in help_text.splitlines() if line.startswith("│ ") and line.endswith(" │")]
-    column = next(line.index("show this help") for line in lines if line.startswith("-h, --help"))
+    # tyro puts each flag's text beside its names, or below them when the names are long on average (EPPO's)
+    column = next(max(line.find("show this help"), below.find("show this help"))
+                  for line, below in zip(lines, lines[1:]) if line.startswith("-h, --help"))
     fields, flag = {}, None
     for line in lines:
         text = line[column:]
@@ -846,7 +848,7 @@ def test_help_starts_with_the_scripts_own_flags_and_tells_no_history(helps):
 
     template_fields = [field.name for field in dataclasses.fields(template().Args)]
     for (script, columns), text in helps.items():
-        first_flag = re.search(r"-h, --help.*?\n.*?(--[\w-]+)", text).group(1)
+        first_flag = re.search(r"-h, --help.*?\n(?:.*show this help.*\n)?.*?(--[\w-]+)", text).group(1)
         own = [field.name for field in dataclasses.fields(importlib.import_module(script[:-3]).Args)
                if script == sync_plumbing.TEMPLATE or field.name not in template_fields]
         assert first_flag == "--" + own[0].replace("_", "-"), (script, first_flag)
