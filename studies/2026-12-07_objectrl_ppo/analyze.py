@@ -24,6 +24,9 @@ STANDING_STILL = 994.0  # Ant-v5, zero actions (2026-11-27_why_ppo_does_not_walk
 FAR_BELOW, AT_OURS = 0.70, 0.85  # the reading's HalfCheetah thresholds, as fractions of our default PPO's AULC
 METHODS = (("PPO (ours, default)", DEFAULT_PPO, "PPO"), ("PPO_objectrl_flags", HERE / "outputs", "PPO_objectrl_flags"),
            ("ObjectRL_PPO", HERE / "outputs", "ObjectRL_PPO"))
+# the rebuild with ObjectRL's choices that had no flag in phase 1's pin (launch.sh's CHOICE_FLAGS), one row each
+CHOICES = tuple((method, HERE / "outputs", method)
+                for method in ("PPO_objectrl_noshuffle", "PPO_objectrl_gaetrunc", "PPO_objectrl_both"))
 
 
 def evaluations(root: Path, env: str, method: str, seed: int) -> dict | None:
@@ -56,7 +59,7 @@ def mean_se(values: list) -> tuple:
 
 def reading(env: str, cells: dict) -> list:
     """The README's outcomes, applied where their runs exist."""
-    ours, rebuild, objectrl = (cells.get(name) for name, _, _ in METHODS)
+    ours, rebuild, objectrl = (cells.get(name) for name, _, _ in METHODS[:3])
     lines = []
     if env == "Ant" and objectrl and rebuild:
         walks = {name: sum(m["walks_500k"] for m in runs) >= 2 for name, runs in
@@ -86,7 +89,7 @@ def tables() -> str:
            "Welch's two-sided p against our default PPO (3 seeds: a weak test; the reading rests on its thresholds).",
            ""]
     for env in ENVS:
-        cells = {name: cell(root, env, method) for name, root, method in METHODS}
+        cells = {name: cell(root, env, method) for name, root, method in METHODS + CHOICES}
         out += [f"## {env}-v5 paralysis back-one", "",
                 "| method | AULC 0-1 M | return at 500k | return at 1 M | × ours (AULC) | Welch p (AULC) |"
                 + (" walks within 500k |" if env == "Ant" else ""),

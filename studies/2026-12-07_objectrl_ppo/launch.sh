@@ -25,11 +25,21 @@ NUM_TASKS=2
 # docs/ppo.md's rebuild of ObjectRL's choices, with --log-std-init 0: ObjectRL's log std parameter starts at 0 and
 # its clamp at -1 holds it there with no gradient; from our default -1 the clamp would let it learn downwards
 REBUILD_FLAGS="--layer-norm plain --init torch --log-std-init 0 --log-std-max -1 --no-norm-obs --no-norm-reward"
+# the rebuild with ObjectRL's two choices that no flag of PIN covers, one at a time and together (docs/ppo.md), on a
+# commit that has their flags (its scripts give PIN's outputs bit for bit without them)
+PIN_CHOICES=${OBJECTRL_STUDY_PIN_CHOICES:-f1c96062871ec9e4d1ff6bc395c94fe30af4c527}
+CODE_CHOICES=$ROOT/code-choices
+declare -A CHOICE_FLAGS=([PPO_objectrl_noshuffle]="--no-shuffle-minibatches"
+                         [PPO_objectrl_gaetrunc]="--gae-across-truncations"
+                         [PPO_objectrl_both]="--no-shuffle-minibatches --gae-across-truncations")
 # lanes of jobs "METHOD ENV FIRST_SEED [SEEDS]", run in order; seed 1 of both envs first, ours (fast) first
+# (the rebuild's two choices on HalfCheetah, where it and ObjectRL's PPO part, before the rest of ObjectRL's runs)
 LANES=(
-    "PPO_objectrl_flags:Ant:1:3 PPO_objectrl_flags:HalfCheetah:1:3 ObjectRL_PPO:HalfCheetah:1 ObjectRL_PPO:Ant:2
-     ObjectRL_PPO:HalfCheetah:3"
-    "ObjectRL_PPO:Ant:1 ObjectRL_PPO:HalfCheetah:2 ObjectRL_PPO:Ant:3"
+    "PPO_objectrl_flags:Ant:1:3 PPO_objectrl_flags:HalfCheetah:1:3 ObjectRL_PPO:HalfCheetah:1
+     PPO_objectrl_noshuffle:HalfCheetah:1:3 PPO_objectrl_gaetrunc:HalfCheetah:1:3 PPO_objectrl_both:HalfCheetah:1:3
+     ObjectRL_PPO:Ant:2 ObjectRL_PPO:HalfCheetah:3"
+    "ObjectRL_PPO:Ant:1 ObjectRL_PPO:HalfCheetah:2 ObjectRL_PPO:Ant:3 PPO_objectrl_noshuffle:Ant:1:3
+     PPO_objectrl_gaetrunc:Ant:1:3 PPO_objectrl_both:Ant:1:3"
 )
 RUNNING="^bash $HERE/launch.sh --lane"
 
@@ -50,10 +60,12 @@ run_job() {  # METHOD ENV FIRST_SEED [SEEDS]: one process, resumed from its chec
             --run-dir "$dir/seed$seed" >>"$dir/seed$seed/stdout.log" 2>&1
     else
         [[ -f $dir/seed$((seed + seeds - 1))/summary.json ]] && return 0
+        local code=$CODE
+        [[ $method == PPO_objectrl_flags ]] || code=$CODE_CHOICES
         # shellcheck disable=SC2086
-        nice -n 19 python3 "$CODE/ppo_continuous.py" "${common[@]}" --num-seeds "$seeds" $REBUILD_FLAGS \
-            --exp-name "$method" --torch-threads 1 --env-threads 1 --run-dir "$dir/seed{seed}" \
-            >>"$dir/seed$seed/stdout.log" 2>&1
+        nice -n 19 python3 "$code/ppo_continuous.py" "${common[@]}" --num-seeds "$seeds" $REBUILD_FLAGS \
+            ${CHOICE_FLAGS[$method]:-} --exp-name "$method" --torch-threads 1 --env-threads 1 \
+            --run-dir "$dir/seed{seed}" >>"$dir/seed$seed/stdout.log" 2>&1
     fi
 }
 
@@ -75,7 +87,7 @@ case ${1:-} in
         fi
         generic --stash; exit ;;
     --stop)
-        pkill -TERM -f "$CODE/(studies/2026-12-07_objectrl_ppo/objectrl_ppo|ppo_continuous)\\.py" ||
+        pkill -TERM -f "$ROOT/code(-choices)?/(studies/2026-12-07_objectrl_ppo/objectrl_ppo|ppo_continuous)\\.py" ||
             echo "no run running"
         exit 0 ;;
     "") ;;
@@ -92,6 +104,12 @@ if [[ ! -d $CODE/.git ]]; then
         echo "error: could not clone $REPO at $PIN into $CODE" >&2; exit 1; }
 fi
 [[ $(git -C "$CODE" rev-parse HEAD) == "$PIN" ]] || { echo "error: $CODE is not at $PIN" >&2; exit 1; }
+if [[ ! -d $CODE_CHOICES/.git ]]; then
+    git clone --quiet --no-checkout "$REPO" "$CODE_CHOICES" && git -C "$CODE_CHOICES" checkout --quiet --detach \
+        "$PIN_CHOICES" || { echo "error: could not clone $REPO at $PIN_CHOICES into $CODE_CHOICES" >&2; exit 1; }
+fi
+[[ $(git -C "$CODE_CHOICES" rev-parse HEAD) == "$PIN_CHOICES" ]] || {
+    echo "error: $CODE_CHOICES is not at $PIN_CHOICES" >&2; exit 1; }
 mkdir -p "$RUNS"
 echo "[launch $(date '+%F %T')] code $PIN, runs in $RUNS" >>"$ROOT/launch.log"
 python3 "$RESUME_STORE" restore "$RUNS" "$STORE" "$OUTPUTS" | sed 's/^/[restore] /' | tee -a "$ROOT/launch.log"
