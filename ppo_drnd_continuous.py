@@ -1298,10 +1298,10 @@ class Minibatch(dict):
 
 
 def minibatches(run: Run, batch: dict):
-    """One epoch of each seed's own random minibatches (--no-shuffle-minibatches: in the batch's order, drawing
-    nothing from the seeds' generators); none once the run must stop for non-finite steps."""
+    """One epoch of each seed's own random minibatches (or in order); none once the run must stop (non-finite)."""
     if must_stop_nonfinite(run):
         return
+    # --no-shuffle-minibatches: the batch in its (time) order every epoch, nothing drawn from the seeds' generators
     permutation = torch.stack([torch.randperm(run.batch_size, generator=generator) if run.args.shuffle_minibatches
                                else torch.arange(run.batch_size) for generator in run.generators]).to(run.device)
     for start in range(0, run.batch_size, run.args.minibatch_size):
