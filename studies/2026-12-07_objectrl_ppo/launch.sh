@@ -33,11 +33,11 @@ declare -A CHOICE_FLAGS=([PPO_objectrl_noshuffle]="--no-shuffle-minibatches"
                          [PPO_objectrl_gaetrunc]="--gae-across-truncations"
                          [PPO_objectrl_both]="--no-shuffle-minibatches --gae-across-truncations")
 # lanes of jobs "METHOD ENV FIRST_SEED [SEEDS]", run in order; seed 1 of both envs first, ours (fast) first
-# (the rebuild's two choices on HalfCheetah, where it and ObjectRL's PPO part, before the rest of ObjectRL's runs)
+# (the rebuild's two choices on HalfCheetah, where it and ObjectRL's PPO part, among the rest of ObjectRL's runs)
 LANES=(
     "PPO_objectrl_flags:Ant:1:3 PPO_objectrl_flags:HalfCheetah:1:3 ObjectRL_PPO:HalfCheetah:1
-     PPO_objectrl_noshuffle:HalfCheetah:1:3 PPO_objectrl_gaetrunc:HalfCheetah:1:3 PPO_objectrl_both:HalfCheetah:1:3
-     ObjectRL_PPO:Ant:2 ObjectRL_PPO:HalfCheetah:3"
+     PPO_objectrl_noshuffle:HalfCheetah:1:3 ObjectRL_PPO:HalfCheetah:3 PPO_objectrl_gaetrunc:HalfCheetah:1:3
+     PPO_objectrl_both:HalfCheetah:1:3 ObjectRL_PPO:Ant:2"
     "ObjectRL_PPO:Ant:1 ObjectRL_PPO:HalfCheetah:2 ObjectRL_PPO:Ant:3 PPO_objectrl_noshuffle:Ant:1:3
      PPO_objectrl_gaetrunc:Ant:1:3 PPO_objectrl_both:Ant:1:3"
 )
