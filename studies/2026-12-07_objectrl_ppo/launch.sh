@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Phase 1 of the ObjectRL study: ObjectRL's PPO (objectrl_ppo.py, the study's environment from install.sh) and our PPO
-# with the rebuild flags, Ant-v5 and HalfCheetah-v5 paralysis back-one, the first 2 tasks (1 M steps), seeds 1-3.
+# The ObjectRL study: ObjectRL's PPO (objectrl_ppo.py, the study's environment from install.sh) and our PPO with the
+# rebuild flags. Phase 1: Ant-v5 and HalfCheetah-v5 paralysis back-one, the first 2 tasks (1 M steps), seeds 1-3;
+# then the full-length runs (9 tasks, seeds 1-5) that the README's rule calls for.
 # Two lanes at a time (one per core) under nice 19; the runs live outside the work tree and resume across sessions.
 #
 #   bash studies/2026-12-07_objectrl_ppo/launch.sh            # start or resume every unfinished run, in the background
@@ -32,14 +33,17 @@ CODE_CHOICES=$ROOT/code-choices
 declare -A CHOICE_FLAGS=([PPO_objectrl_noshuffle]="--no-shuffle-minibatches"
                          [PPO_objectrl_gaetrunc]="--gae-across-truncations"
                          [PPO_objectrl_both]="--no-shuffle-minibatches --gae-across-truncations")
-# lanes of jobs "METHOD ENV FIRST_SEED [SEEDS]", run in order; seed 1 of both envs first, ours (fast) first
-# (the rebuild's two choices on HalfCheetah, where it and ObjectRL's PPO part, among the rest of ObjectRL's runs)
+# lanes of jobs "METHOD:ENV:FIRST_SEED[:SEEDS[:TASKS]]", run in order (TASKS 2, phase 1, unless given; a job of
+# all 9 tasks is a full-length run of the rule, in $RUNS/full-length). Phase 1 came first on both lanes; its last
+# runs are ObjectRL's Ant seed 2 on lane 1 and the rebuild's choices on lane 2. After them lane 1 runs the full-length
+# HalfCheetah seeds of the rule and lane 2 is left to the slippery study (its own launcher).
 LANES=(
     "PPO_objectrl_flags:Ant:1:3 PPO_objectrl_flags:HalfCheetah:1:3 ObjectRL_PPO:HalfCheetah:1
      PPO_objectrl_noshuffle:HalfCheetah:1:3 ObjectRL_PPO:HalfCheetah:3 PPO_objectrl_gaetrunc:HalfCheetah:1:3
-     PPO_objectrl_both:HalfCheetah:1:3 ObjectRL_PPO:Ant:2"
+     ObjectRL_PPO:Ant:2 ObjectRL_PPO:HalfCheetah:1:1:9 ObjectRL_PPO:HalfCheetah:2:1:9 ObjectRL_PPO:HalfCheetah:3:1:9
+     ObjectRL_PPO:HalfCheetah:4:1:9 ObjectRL_PPO:HalfCheetah:5:1:9"
     "ObjectRL_PPO:Ant:1 ObjectRL_PPO:HalfCheetah:2 ObjectRL_PPO:Ant:3 PPO_objectrl_noshuffle:Ant:1:3
-     PPO_objectrl_gaetrunc:Ant:1:3 PPO_objectrl_both:Ant:1:3"
+     PPO_objectrl_both:HalfCheetah:1:3 PPO_objectrl_gaetrunc:Ant:1:3 PPO_objectrl_both:Ant:1:3"
 )
 RUNNING="^bash $HERE/launch.sh --lane"
 
@@ -48,11 +52,12 @@ generic() {  # the v0.1 study's launcher for the modes that only read or copy ru
         bash "$HERE/../2026-11-26_paper_length_v0.1_defaults/launch.sh" "$@"
 }
 
-run_job() {  # METHOD ENV FIRST_SEED [SEEDS]: one process, resumed from its checkpoint if it has one
-    local method=$1 env=$2 seed=$3 seeds=${4:-1}
+run_job() {  # METHOD ENV FIRST_SEED [SEEDS [TASKS]]: one process, resumed from its checkpoint if it has one
+    local method=$1 env=$2 seed=$3 seeds=${4:-1} tasks=${5:-$NUM_TASKS}
     local dir=$RUNS/paralysis/$env/back-one/$method
+    ((tasks == NUM_TASKS)) || dir=$RUNS/full-length/paralysis/$env/back-one/$method
     local common=(--env-id "$env-v5" --experiment paralysis --strategy back-one --steps-per-task $STEPS_PER_TASK
-                  --num-tasks $NUM_TASKS --eval-frequency 20000 --eval-episodes 10 --seed "$seed")
+                  --num-tasks "$tasks" --eval-frequency 20000 --eval-episodes 10 --seed "$seed")
     mkdir -p "$dir/seed$seed"
     if [[ $method == ObjectRL_PPO ]]; then
         [[ -f $dir/seed$seed/summary.json ]] && return 0
