@@ -2,9 +2,12 @@
 and the pre-registered reading applied to them (README.md, "The reading").
 
     python studies/2026-12-07_objectrl_ppo/analyze.py > studies/2026-12-07_objectrl_ppo/phase1_tables.md
+    python studies/2026-12-07_objectrl_ppo/analyze.py --plot studies/2026-12-07_objectrl_ppo/phase1_curves.png
 
 Reads the collected outputs (outputs/paralysis/<Env>/back-one/<METHOD>/seed<k>/evaluations.csv) and our default
-PPO's committed curves (2026-11-29_paper_length_v0.3_defaults, cut at 1 M). Cells with no run yet say so.
+PPO's committed curves (2026-11-29_paper_length_v0.3_defaults, cut at 1 M). Cells with no run yet say so. With
+--plot: each method's seed-mean curve over 0-1 M with its standard-error band, one panel per env, the task change
+dotted and (Ant) the return of standing still dashed.
 """
 
 import csv
@@ -49,6 +52,43 @@ def seed_measures(curve: dict) -> dict:
 def cell(root: Path, env: str, method: str) -> list | None:
     measures = [evaluations(root, env, method, seed) for seed in SEEDS]
     return None if any(m is None for m in measures) else [seed_measures(m) for m in measures]
+
+
+def mean_curve(root: Path, env: str, method: str) -> tuple | None:
+    """(steps, mean, se) over seeds 1-3 at each evaluation step of 0-1 M, or None unless every seed reached 1 M."""
+    curves = [evaluations(root, env, method, seed) for seed in SEEDS]
+    if any(c is None for c in curves):
+        return None
+    steps = sorted(curves[0])
+    per_step = [mean_se([c[s] for c in curves]) for s in steps]
+    return steps, [m for m, _ in per_step], [se for _, se in per_step]
+
+
+def plot(path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(ENVS), figsize=(12, 4.2))
+    for ax, env in zip(axes, ENVS):
+        for color, (name, root, method) in enumerate(METHODS + CHOICES):  # one colour per method on both panels
+            curve = mean_curve(root, env, method)
+            if curve is None:
+                continue
+            steps, mean, se = curve
+            x = [s / 1e6 for s in steps]
+            ax.plot(x, mean, label=name, lw=1.3, color=f"C{color}")
+            ax.fill_between(x, [m - e for m, e in zip(mean, se)], [m + e for m, e in zip(mean, se)], alpha=0.15,
+                            color=f"C{color}")
+        ax.axvline(TASK_END / 1e6, color="grey", ls=":", lw=0.8)
+        if env == "Ant":
+            ax.axhline(STANDING_STILL, color="black", ls="--", lw=0.7, label="standing still")
+        ax.set(xlabel="environment steps (M)", ylabel="evaluation return (10 episodes)",
+               title=f"{env}-v5 paralysis back-one, seeds 1-3: mean ± se")
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
 
 
 def mean_se(values: list) -> tuple:
@@ -115,4 +155,10 @@ def tables() -> str:
 
 
 if __name__ == "__main__":
-    sys.stdout.write(tables())
+    if sys.argv[1:2] == ["--plot"] and len(sys.argv) == 3:
+        plot(sys.argv[2])
+    elif len(sys.argv) == 1:
+        sys.stdout.write(tables())
+    else:
+        print(f"usage: {sys.argv[0]} [--plot FILE.png]", file=sys.stderr)
+        sys.exit(2)

@@ -286,3 +286,29 @@ def test_phase1_measures_and_the_readings_reference_against_numpy():
         assert (mean, se) == pytest.approx((np.mean(aulcs), stats.sem(aulcs)), rel=1e-12)
         assert round(mean) == quoted[env]
         assert f"| PPO (ours, default) | {mean:,.0f} ± {se:,.0f} |" in (STUDY / "phase1_tables.md").read_text()
+
+
+def test_phase1_curves_are_the_seed_mean_and_se_of_the_csvs(tmp_path):
+    """The figure's curves: at each evaluation step of 0-1 M, numpy's mean and scipy's standard error over seeds 1-3
+    of the committed CSVs; a method with a seed short of 1 M has no curve; the figure is written."""
+    from scipy import stats
+
+    analysis = load_analysis()
+    steps, mean, se = analysis.mean_curve(analysis.DEFAULT_PPO, "HalfCheetah", "PPO")
+    returns = []
+    cell_dir = analysis.DEFAULT_PPO / "paralysis" / "HalfCheetah" / "back-one" / "PPO"
+    for seed in analysis.SEEDS:
+        data = np.genfromtxt(cell_dir / f"seed{seed}" / "evaluations.csv", delimiter=",", names=True)
+        kept = data[data["global_step"] <= 1_000_000]
+        assert list(kept["global_step"]) == steps
+        returns.append(kept["return_mean"])
+    np.testing.assert_allclose(mean, np.mean(returns, axis=0), rtol=1e-12)
+    np.testing.assert_allclose(se, stats.sem(returns, axis=0), rtol=1e-12)
+    short = tmp_path / "paralysis" / "HalfCheetah" / "back-one" / "PPO"
+    for seed in analysis.SEEDS:
+        (short / f"seed{seed}").mkdir(parents=True)
+        rows = "global_step,return_mean\n0,1.0\n" + ("1000000,2.0\n" if seed != 2 else "980000,2.0\n")
+        (short / f"seed{seed}" / "evaluations.csv").write_text(rows)
+    assert analysis.mean_curve(tmp_path, "HalfCheetah", "PPO") is None
+    analysis.plot(str(tmp_path / "curves.png"))
+    assert (tmp_path / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
