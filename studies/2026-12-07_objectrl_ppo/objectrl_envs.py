@@ -90,20 +90,34 @@ def evaluated_task(global_step: int, steps_per_task: int) -> int:
     return max(global_step - 1, 0) // steps_per_task
 
 
-def evaluate_episodes(agent, eval_env: gym.Env, task: int, seed: int, episodes: int) -> np.ndarray:
+def evaluate_episodes(agent, eval_env: gym.Env, task: int, seed: int, episodes: int) -> tuple:
     """Undiscounted returns of ``episodes`` episodes with ObjectRL's deterministic action (its select_action with
-    is_training=False: the Gaussian's mode), episode i reset with seed + 100 + i, on ``task``."""
+    is_training=False: the Gaussian's mode), episode i reset with seed + 100 + i, on ``task``: (our protocol's
+    returns, ObjectRL's own evaluation's returns).
+
+    Our protocol clips the action to the action space, as our scripts' evaluation (and ObjectRL's training loop) do.
+    ObjectRL's own evaluation steps the env with the mode unclipped. The motion is the same either way (the actuators'
+    ctrlrange clamps what the simulator applies), but the env charges its control cost on the action it is given, so
+    the unclipped return is the clipped one less the control cost of the part beyond the bounds, from one simulation.
+    """
     eval_env.get_wrapper_attr("set_task")(task)
-    returns = np.zeros(episodes)
+    rescale = find_wrapper(eval_env, gym.wrappers.RescaleAction)
+    control_cost = eval_env.unwrapped.control_cost
+    low, high = eval_env.action_space.low, eval_env.action_space.high
+    returns, unclipped_returns = np.zeros(episodes), np.zeros(episodes)
     for i in range(episodes):
         state, _ = eval_env.reset(seed=seed + 100 + i)
         done = False
         while not done:
-            action = agent.select_action(torch.as_tensor(state, dtype=torch.float32), is_training=False)["action"]
-            state, reward, terminated, truncated, _ = eval_env.step(action.cpu().numpy())
+            mode = agent.select_action(torch.as_tensor(state, dtype=torch.float32), is_training=False)["action"]
+            action = mode.cpu().numpy()
+            clipped = np.clip(action, low, high)
+            state, reward, terminated, truncated, _ = eval_env.step(clipped)
             returns[i] += reward
+            beyond_bounds_cost = control_cost(rescale.action(action)) - control_cost(rescale.action(clipped))
+            unclipped_returns[i] += reward - beyond_bounds_cost
             done = terminated or truncated
-    return returns
+    return returns, unclipped_returns
 
 
 def find_wrapper(env: gym.Env, kind: type) -> gym.Env:

@@ -58,7 +58,10 @@ WHEEL_SHA256 = "ed4378aa982f6ae6850a4599836ac625c5d15851e93e3d388dc994d35f48ef80
 # ObjectRL's learning schedule: agent.learn at every step index divisible by learn_frequency (the horizon); a
 # checkpoint is taken only at such a step, so that a resumed run learns at the same global steps.
 EXIT_INTERRUPTED = 75  # as our scripts: stopped by SIGTERM after writing a checkpoint
-EVALUATIONS_HEADER = ["global_step", "task", "episodes", "return_mean", "return_std", "return_min", "return_max"]
+# our scripts' columns (our protocol: the mode clipped to the action space), then ObjectRL's own evaluation's mean
+# return (the mode unclipped, its control cost charged), from the same episodes
+EVALUATIONS_HEADER = ["global_step", "task", "episodes", "return_mean", "return_std", "return_min", "return_max",
+                      "return_mean_unclipped"]
 
 
 def objectrl_config(args: argparse.Namespace, total_steps: int) -> dict:
@@ -133,11 +136,12 @@ class OurProtocolExperiment(ControlExperiment):
         torch_rng_state = torch.get_rng_state()  # as ObjectRL's eval: training's RNG stream is left as it was
         self.agent.eval()
         task = evaluated_task(global_step, self.args.steps_per_task)
-        returns = evaluate_episodes(self.agent, self.eval_env, task, self.args.seed, self.args.eval_episodes)
+        returns, unclipped = evaluate_episodes(self.agent, self.eval_env, task, self.args.seed,
+                                               self.args.eval_episodes)
         self.agent.train()
         torch.set_rng_state(torch_rng_state)
         write_csv_row(self.evaluations_csv, [global_step, task, len(returns), returns.mean(), returns.std(),
-                                             returns.min(), returns.max()])
+                                             returns.min(), returns.max(), unclipped.mean()])
         self.eval_seconds += time.perf_counter() - start
         print(f"eval step={global_step} task={task} return={returns.mean():.1f} +- {returns.std():.1f} "
               f"| {sps(self):.0f} SPS", flush=True)

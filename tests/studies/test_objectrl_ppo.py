@@ -121,15 +121,20 @@ def test_evaluation_points_and_tasks_are_the_scripts():
             assert adapter.evaluated_task(step, steps_per_task) == ppo_continuous.evaluated_task(step, steps_per_task)
 
 
-def test_evaluation_is_our_protocol():
+def test_evaluation_is_our_protocol_and_objectrls():
     """The adapter's evaluation of a deterministic policy on a task gives, episode for episode, the returns our
-    scripts' evaluate_policy gives on BatchedEnv (resets with seed + 100 + i, the evaluated task, to the end of each
-    episode). The policy's actions are multiples of 1/4, which RescaleAction passes on exactly."""
+    scripts' evaluate_policy gives on BatchedEnv (resets with seed + 100 + i, the evaluated task, the action clipped to
+    the bounds, to the end of each episode); and, beside them, the returns of ObjectRL's own evaluation, which steps
+    the env with the unclipped action: those of an env stepped so. The policy's actions are multiples of 1/4 in
+    [-1.5, 1.5], often beyond the bounds; RescaleAction passes multiples of 1/4 on exactly."""
     torch.manual_seed(0)
     weights = torch.randn(6, 17) * 0.3
+    beyond = []
 
     def policy(obs: torch.Tensor) -> torch.Tensor:
-        return torch.round(torch.tanh(obs.float() @ weights.T) * 4) / 4
+        action = torch.round(torch.tanh(obs.float() @ weights.T) * 6) / 4
+        beyond.append(float((action.abs() > 1).float().mean()))
+        return action
 
     class Agent:
         def select_action(self, state, is_training=True):
@@ -138,8 +143,10 @@ def test_evaluation_is_our_protocol():
 
     seed, episodes, task = 3, 3, 2
     args = adapter_args("HalfCheetah-v5", 1000)
-    eval_env = adapter.adapter_make_env(args)("cheetah", seed, env_config=None, eval_env=True)
-    ours = adapter.evaluate_episodes(Agent(), eval_env, task, seed, episodes)
+    make_env = adapter.adapter_make_env(args)
+    eval_env = make_env("cheetah", seed, env_config=None, eval_env=True)
+    ours, objectrls = adapter.evaluate_episodes(Agent(), eval_env, task, seed, episodes)
+    assert 0.2 < np.mean(beyond) < 0.95  # the bounds are crossed often, not always
     script_args = types.SimpleNamespace(norm_obs=False, max_episode_steps=1000, normalization_clip=10.0)
     batched = nonstationary_envs.BatchedEnv("HalfCheetah-v5", "paralysis", "back-one", num_sims=episodes)
     returns, lengths, _ = ppo_continuous.evaluate_policy(
@@ -147,6 +154,17 @@ def test_evaluation_is_our_protocol():
         [seed], torch.device("cpu"))
     np.testing.assert_array_equal(ours, returns[0])
     assert (lengths == 1000).all()
+    unclipped_env = make_env("cheetah", seed, env_config=None, eval_env=True)
+    unclipped_env.get_wrapper_attr("set_task")(task)
+    for i in range(episodes):
+        state, _ = unclipped_env.reset(seed=seed + 100 + i)
+        total, done = 0.0, False
+        while not done:
+            state, reward, terminated, truncated, _ = unclipped_env.step(policy(torch.as_tensor(state)).numpy())
+            total += reward
+            done = terminated or truncated
+        assert objectrls[i] == pytest.approx(total, rel=1e-9, abs=1e-6)
+        assert objectrls[i] < ours[i] - 10  # the control cost of the actions beyond the bounds
 
 
 # ---- ObjectRL itself: the published modules, and a run that stops and resumes ----
