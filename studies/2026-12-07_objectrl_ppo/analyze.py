@@ -6,8 +6,8 @@ and the pre-registered reading applied to them (README.md, "The reading").
 
 Reads the collected outputs (outputs/paralysis/<Env>/back-one/<METHOD>/seed<k>/evaluations.csv) and our default
 PPO's committed curves (2026-11-29_paper_length_v0.3_defaults, cut at 1 M). Cells with no run yet say so. With
---plot: each method's seed-mean curve over 0-1 M with its standard-error band, one panel per env, the task change
-dotted and (Ant) the return of standing still dashed.
+--plot: each row's seed-mean curve over 0-1 M with its standard-error band (ObjectRL's own evaluation dashed), one
+panel per env, the task change dotted and (Ant) the return of standing still dashed.
 """
 
 import csv
@@ -30,15 +30,22 @@ METHODS = (("PPO (ours, default)", DEFAULT_PPO, "PPO"), ("PPO_objectrl_flags", H
 # the rebuild with ObjectRL's choices that had no flag in phase 1's pin (launch.sh's CHOICE_FLAGS), one row each
 CHOICES = tuple((method, HERE / "outputs", method)
                 for method in ("PPO_objectrl_noshuffle", "PPO_objectrl_gaetrunc", "PPO_objectrl_both"))
+# ObjectRL's PPO scored by ObjectRL's own evaluation (the mode unclipped, the control cost beyond the bounds
+# charged): the column the adapter writes beside ours, and the first runs, whose adapter wrote only that return
+UNCLIPPED = (("ObjectRL_PPO, its own evaluation (unclipped)", HERE / "outputs", "ObjectRL_PPO",
+              "return_mean_unclipped"),
+             ("ObjectRL_PPO, first runs (unclipped)", HERE / "outputs_unclipped_evaluation", "ObjectRL_PPO",
+              "return_mean"))
+ROWS = tuple(row + ("return_mean",) for row in METHODS + CHOICES) + UNCLIPPED  # (name, root, method, column)
 
 
-def evaluations(root: Path, env: str, method: str, seed: int) -> dict | None:
+def evaluations(root: Path, env: str, method: str, seed: int, column: str = "return_mean") -> dict | None:
     """{global_step: mean return} of one run up to PHASE_STEPS, or None unless it reached PHASE_STEPS."""
     path = root / "paralysis" / env / "back-one" / method / f"seed{seed}" / "evaluations.csv"
     if not path.exists():
         return None
     with open(path) as f:
-        rows = {int(r["global_step"]): float(r["return_mean"]) for r in csv.DictReader(f)}
+        rows = {int(r["global_step"]): float(r[column]) for r in csv.DictReader(f)}
     return {s: r for s, r in rows.items() if s <= PHASE_STEPS} if PHASE_STEPS in rows else None
 
 
@@ -49,14 +56,14 @@ def seed_measures(curve: dict) -> dict:
             "walks_by_1m": max(curve[TASK_END], curve[PHASE_STEPS]) > STANDING_STILL}
 
 
-def cell(root: Path, env: str, method: str) -> list | None:
-    measures = [evaluations(root, env, method, seed) for seed in SEEDS]
+def cell(root: Path, env: str, method: str, column: str = "return_mean") -> list | None:
+    measures = [evaluations(root, env, method, seed, column) for seed in SEEDS]
     return None if any(m is None for m in measures) else [seed_measures(m) for m in measures]
 
 
-def mean_curve(root: Path, env: str, method: str) -> tuple | None:
+def mean_curve(root: Path, env: str, method: str, column: str = "return_mean") -> tuple | None:
     """(steps, mean, se) over seeds 1-3 at each evaluation step of 0-1 M, or None unless every seed reached 1 M."""
-    curves = [evaluations(root, env, method, seed) for seed in SEEDS]
+    curves = [evaluations(root, env, method, seed, column) for seed in SEEDS]
     if any(c is None for c in curves):
         return None
     steps = sorted(curves[0])
@@ -72,13 +79,14 @@ def plot(path: str) -> None:
 
     fig, axes = plt.subplots(1, len(ENVS), figsize=(12, 4.2))
     for ax, env in zip(axes, ENVS):
-        for color, (name, root, method) in enumerate(METHODS + CHOICES):  # one colour per method on both panels
-            curve = mean_curve(root, env, method)
+        for color, (name, root, method, column) in enumerate(ROWS):  # one colour per row on both panels
+            curve = mean_curve(root, env, method, column)
             if curve is None:
                 continue
             steps, mean, se = curve
             x = [s / 1e6 for s in steps]
-            ax.plot(x, mean, label=name, lw=1.3, color=f"C{color}")
+            dashed = (name, root, method, column) in UNCLIPPED
+            ax.plot(x, mean, label=name, lw=1.3, color=f"C{color}", ls="--" if dashed else "-")
             ax.fill_between(x, [m - e for m, e in zip(mean, se)], [m + e for m, e in zip(mean, se)], alpha=0.15,
                             color=f"C{color}")
         ax.axvline(TASK_END / 1e6, color="grey", ls=":", lw=0.8)
@@ -129,7 +137,7 @@ def tables() -> str:
            "Welch's two-sided p against our default PPO (3 seeds: a weak test; the reading rests on its thresholds).",
            ""]
     for env in ENVS:
-        cells = {name: cell(root, env, method) for name, root, method in METHODS + CHOICES}
+        cells = {name: cell(root, env, method, column) for name, root, method, column in ROWS}
         out += [f"## {env}-v5 paralysis back-one", "",
                 "| method | AULC 0-1 M | return at 500k | return at 1 M | × ours (AULC) | Welch p (AULC) |"
                 + (" walks within 500k |" if env == "Ant" else ""),

@@ -33,17 +33,19 @@ CODE_CHOICES=$ROOT/code-choices
 declare -A CHOICE_FLAGS=([PPO_objectrl_noshuffle]="--no-shuffle-minibatches"
                          [PPO_objectrl_gaetrunc]="--gae-across-truncations"
                          [PPO_objectrl_both]="--no-shuffle-minibatches --gae-across-truncations")
+# ObjectRL's PPO on the adapter that evaluates by our protocol (the action clipped to the bounds; ObjectRL's own
+# unclipped return beside it). Its runs on PIN evaluated the unclipped action alone: kept in
+# outputs_unclipped_evaluation/, rerun here (their training is the same: the evaluation leaves the RNGs as they were)
+PIN_OBJECTRL=${OBJECTRL_STUDY_PIN_OBJECTRL:-ee76da967ea2a919a6e072809d59812bbec999a4}
+CODE_OBJECTRL=$ROOT/code-objectrl
 # lanes of jobs "METHOD:ENV:FIRST_SEED[:SEEDS[:TASKS]]", run in order (TASKS 2, phase 1, unless given; a job of
-# all 9 tasks is a full-length run of the rule, in $RUNS/full-length). Phase 1 came first on both lanes; its last
-# runs are ObjectRL's Ant seed 2 on lane 1 and the rebuild's choices on lane 2. After them lane 1 runs the full-length
-# HalfCheetah seeds of the rule and lane 2 is left to the slippery study (its own launcher).
+# all 9 tasks is a full-length run of the rule, in $RUNS/full-length). Phase 1 has both lanes: ObjectRL's runs,
+# HalfCheetah's first (the rule for full-length runs reads them), after our rebuild's runs (fast, first).
 LANES=(
-    "PPO_objectrl_flags:Ant:1:3 PPO_objectrl_flags:HalfCheetah:1:3 ObjectRL_PPO:HalfCheetah:1
-     PPO_objectrl_noshuffle:HalfCheetah:1:3 ObjectRL_PPO:HalfCheetah:3 PPO_objectrl_gaetrunc:HalfCheetah:1:3
-     ObjectRL_PPO:Ant:2 ObjectRL_PPO:HalfCheetah:1:1:9 ObjectRL_PPO:HalfCheetah:2:1:9 ObjectRL_PPO:HalfCheetah:3:1:9
-     ObjectRL_PPO:HalfCheetah:4:1:9 ObjectRL_PPO:HalfCheetah:5:1:9"
-    "ObjectRL_PPO:Ant:1 ObjectRL_PPO:HalfCheetah:2 ObjectRL_PPO:Ant:3 PPO_objectrl_noshuffle:Ant:1:3
-     PPO_objectrl_both:HalfCheetah:1:3 PPO_objectrl_gaetrunc:Ant:1:3 PPO_objectrl_both:Ant:1:3"
+    "PPO_objectrl_flags:Ant:1:3 PPO_objectrl_flags:HalfCheetah:1:3 PPO_objectrl_noshuffle:HalfCheetah:1:3
+     PPO_objectrl_gaetrunc:HalfCheetah:1:3 ObjectRL_PPO:HalfCheetah:1 ObjectRL_PPO:HalfCheetah:3 ObjectRL_PPO:Ant:2"
+    "PPO_objectrl_noshuffle:Ant:1:3 PPO_objectrl_both:HalfCheetah:1:3 PPO_objectrl_gaetrunc:Ant:1:3
+     PPO_objectrl_both:Ant:1:3 ObjectRL_PPO:HalfCheetah:2 ObjectRL_PPO:Ant:1 ObjectRL_PPO:Ant:3"
 )
 RUNNING="^bash $HERE/launch.sh --lane"
 
@@ -61,7 +63,7 @@ run_job() {  # METHOD ENV FIRST_SEED [SEEDS [TASKS]]: one process, resumed from 
     mkdir -p "$dir/seed$seed"
     if [[ $method == ObjectRL_PPO ]]; then
         [[ -f $dir/seed$seed/summary.json ]] && return 0
-        nice -n 19 "$OBJECTRL_PYTHON" "$CODE/studies/2026-12-07_objectrl_ppo/objectrl_ppo.py" "${common[@]}" \
+        nice -n 19 "$OBJECTRL_PYTHON" "$CODE_OBJECTRL/studies/2026-12-07_objectrl_ppo/objectrl_ppo.py" "${common[@]}" \
             --run-dir "$dir/seed$seed" >>"$dir/seed$seed/stdout.log" 2>&1
     else
         [[ -f $dir/seed$((seed + seeds - 1))/summary.json ]] && return 0
@@ -92,7 +94,8 @@ case ${1:-} in
         fi
         generic --stash; exit ;;
     --stop)
-        pkill -TERM -f "$ROOT/code(-choices)?/(studies/2026-12-07_objectrl_ppo/objectrl_ppo|ppo_continuous)\\.py" ||
+        script="(studies/2026-12-07_objectrl_ppo/objectrl_ppo|ppo_continuous)\\.py"
+        pkill -TERM -f "$ROOT/code(-choices|-objectrl)?/$script" ||
             echo "no run running"
         exit 0 ;;
     "") ;;
@@ -109,12 +112,14 @@ if [[ ! -d $CODE/.git ]]; then
         echo "error: could not clone $REPO at $PIN into $CODE" >&2; exit 1; }
 fi
 [[ $(git -C "$CODE" rev-parse HEAD) == "$PIN" ]] || { echo "error: $CODE is not at $PIN" >&2; exit 1; }
-if [[ ! -d $CODE_CHOICES/.git ]]; then
-    git clone --quiet --no-checkout "$REPO" "$CODE_CHOICES" && git -C "$CODE_CHOICES" checkout --quiet --detach \
-        "$PIN_CHOICES" || { echo "error: could not clone $REPO at $PIN_CHOICES into $CODE_CHOICES" >&2; exit 1; }
-fi
-[[ $(git -C "$CODE_CHOICES" rev-parse HEAD) == "$PIN_CHOICES" ]] || {
-    echo "error: $CODE_CHOICES is not at $PIN_CHOICES" >&2; exit 1; }
+for pinned in "$CODE_CHOICES $PIN_CHOICES" "$CODE_OBJECTRL $PIN_OBJECTRL"; do
+    read -r code pin <<<"$pinned"
+    if [[ ! -d $code/.git ]]; then
+        git clone --quiet --no-checkout "$REPO" "$code" && git -C "$code" checkout --quiet --detach "$pin" || {
+            echo "error: could not clone $REPO at $pin into $code" >&2; exit 1; }
+    fi
+    [[ $(git -C "$code" rev-parse HEAD) == "$pin" ]] || { echo "error: $code is not at $pin" >&2; exit 1; }
+done
 mkdir -p "$RUNS"
 echo "[launch $(date '+%F %T')] code $PIN, runs in $RUNS" >>"$ROOT/launch.log"
 python3 "$RESUME_STORE" restore "$RUNS" "$STORE" "$OUTPUTS" | sed 's/^/[restore] /' | tee -a "$ROOT/launch.log"
