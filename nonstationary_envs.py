@@ -644,7 +644,7 @@ class BatchedEnv:
         self._obs[ids] = obs
         return obs, reward, terminated, truncated
 
-    def _control_cost(self, actions: np.ndarray) -> np.ndarray:
+    def control_cost(self, actions: np.ndarray) -> np.ndarray:
         """gymnasium's control_cost, per simulation: ctrl_cost_weight * sum(action^2) in the actions' dtype."""
         # np.add.reduce is np.sum without its Python wrapper: the same pairwise sum per row
         return self._ctrl_cost_weight * np.add.reduce(np.square(actions), axis=1)
@@ -656,7 +656,7 @@ class BatchedEnv:
         self._batch.step(None if isinstance(ids, slice) else ids, self._frame_skip)
         x_velocity = (self._x[ids] - x_position_before) / self.dt
         # _get_rew: forward_reward - ctrl_cost
-        reward = self._forward_reward_weight * x_velocity - self._control_cost(actions)
+        reward = self._forward_reward_weight * x_velocity - self.control_cost(actions)
         return self._observation(ids), reward, self._never_terminated[:n]
 
     def _ant_step(self, actions: np.ndarray, ids, n: int) -> tuple:
@@ -683,7 +683,7 @@ class BatchedEnv:
         contact_cost = self._contact_cost_weight * np.add.reduce(np.square(contact_forces).reshape(n, -1), axis=1)
         # _get_rew: forward_reward + healthy_reward - (ctrl_cost + contact_cost)
         rewards = x_velocity * self._forward_reward_weight + healthy * self._healthy_reward
-        reward = rewards - (self._control_cost(actions) + contact_cost)
+        reward = rewards - (self.control_cost(actions) + contact_cost)
         terminated = ~healthy & bool(self._terminate_when_unhealthy)
         return self._observation(ids, contact_forces), reward, terminated
 

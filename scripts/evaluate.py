@@ -6,6 +6,12 @@ Loads ``<run-dir>/checkpoint.pt`` (written at every task end, every ``--checkpoi
 end of a run) and the algorithm script named in ``<run-dir>/config.json``, then runs the paper's evaluation
 protocol (deterministic mean action, frozen normalization, env i seeded seed + 100 + i) on the chosen task.
 The checkpoint is read with torch.load(weights_only=True), so a file from someone else cannot run code here.
+
+Beside the protocol's return (the action clipped to its bounds, as training and every evaluation of the scripts
+clip it), ``return_mean_unclipped`` is the return of the same episodes had the env been given the mean action
+unclipped, as ObjectRL's evaluation gives it: the simulator applies the same clamped torque (the actuators are
+ctrllimited), and the env charges its control cost on the action it is given, so it is the return less the control
+cost beyond the bounds.
 """
 
 import argparse
@@ -28,6 +34,21 @@ def load_script(name: str):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def unclipped_returns(env, returns: np.ndarray, lengths: np.ndarray, actions: list) -> tuple:
+    """The returns of episodes stepped with ``actions`` clipped to env's bounds, had the env been given them
+    unclipped: each less the control cost beyond the bounds of every step it took (episode e took step t when
+    t < lengths[e]); and how many action entries lay beyond them. ``actions``: one (episodes, action_dim) array per
+    step."""
+    low, high = env.single_action_space.low, env.single_action_space.high
+    beyond_bounds_cost, entries_beyond = np.zeros(len(returns)), 0
+    for step, action in enumerate(actions):
+        ran = step < lengths
+        cost = env.control_cost(action) - env.control_cost(np.clip(action, low, high))
+        beyond_bounds_cost += np.where(ran, cost, 0.0)
+        entries_beyond += int(((action < low) | (action > high))[ran].sum())
+    return returns - beyond_bounds_cost, entries_beyond
 
 
 def evaluate_run(run_dir: str, task: int, episodes: int, seed=None) -> dict:
@@ -65,14 +86,23 @@ def evaluate_run(run_dir: str, task: int, episodes: int, seed=None) -> dict:
     agent.actor.load_state_dict(checkpoint["actor"])
     obs_rms = script.RunningMeanStd(1, (obs_dim,))
     obs_rms.load_state_dict(checkpoint["obs_rms"])
-    returns, lengths, _ = script.evaluate_policy(lambda obs: script.evaluation_action(agent, obs), eval_env, task,
-                                                 obs_rms, args, [args.seed], torch.device("cpu"))
+    actions = []  # the mean action of every step, before the protocol clips it: (episodes, action_dim) per step
+
+    def policy(obs):
+        action = script.evaluation_action(agent, obs)
+        actions.append(action[0].numpy().copy())
+        return action
+
+    returns, lengths, _ = script.evaluate_policy(policy, eval_env, task, obs_rms, args, [args.seed],
+                                                 torch.device("cpu"))
     returns, lengths = returns[0], lengths[0]
+    unclipped, entries_beyond = unclipped_returns(eval_env, returns, lengths, actions)
     description = eval_env.task_description(task)
     return {"global_step": checkpoint["global_step"], "task": task, "task_description": description,
             "episodes": episodes, "return_mean": float(returns.mean()), "return_std": float(returns.std()),
             "return_min": float(returns.min()), "return_max": float(returns.max()),
-            "length_mean": float(np.mean(lengths))}
+            "length_mean": float(np.mean(lengths)), "return_mean_unclipped": float(unclipped.mean()),
+            "action_entries_beyond_bounds": entries_beyond / (lengths.sum() * eval_env.action_dim)}
 
 
 def main() -> None:
