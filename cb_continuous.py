@@ -942,8 +942,7 @@ class SeedwiseAdam(optim.Optimizer):
         self.lockstep &= stepping is None or bool(stepping.all())
         for k in range(self.num_seeds) if stepping is None else np.flatnonzero(stepping):
             params, exp_avgs, exp_avg_sqs, steps = ([views[i] for i in stepped] for views in self.seed_views()[k])
-            adam_update(params, self.seed_gradients(k), exp_avgs, exp_avg_sqs, [], steps, fused=True,
-                        **hyperparameters)
+            adam_update(params, self.seed_gradients(k), exp_avgs, exp_avg_sqs, [], steps, fused=True, **hyperparameters)
 
 
 class RunningMeanStd:
@@ -1046,7 +1045,7 @@ class Run:
     raw_obs: np.ndarray  # (seeds, envs, obs_dim): the envs' current observations
     obs: np.ndarray  # the same, normalized
     episode_return: np.ndarray  # (seeds, envs)
-    episode_length: np.ndarray  # (seeds, envs)
+    episode_length: np.ndarray  # (seeds, envs); both kept here, not in wrappers, so that they are checkpointed
     nonfinite_skips_total: np.ndarray  # (seeds,)
     last_eval_return: np.ndarray  # (seeds,): the progress bar's
     consecutive_nonfinite: np.ndarray  # (seeds,): the run stops at --max-nonfinite-skips
@@ -1062,8 +1061,8 @@ class Run:
     evaluations_logs: list  # per seed: evaluations.csv
     plasticity_logs: list  # per seed: plasticity.csv
     # This session (start_session)
-    stop_signal: list  # signals received (SIGTERM, SIGINT): checkpoint and exit 75 at the next update's end
-    buffers: SimpleNamespace  # the rollout's arrays on the CPU, (seeds, T, envs, ...)
+    stop_signal: list  # SIGTERM (preemption) or SIGINT (Ctrl-C) received: checkpoint, exit 75 at the next update's end
+    buffers: SimpleNamespace  # the rollout's arrays on the CPU, (seeds, T, envs, ...): one device copy per update
     seed_rows: torch.Tensor  # (seeds, 1): gathers each seed's own minibatch
     eval_points: list  # the evaluation steps still due
     next_checkpoint: float  # the step of the next periodic checkpoint
@@ -1497,17 +1496,6 @@ class RunWriteError(Exception):
     path = property(lambda self: self.args[0])
 
 
-def write_failure_line(path: str, error: OSError) -> str:
-    """The one line of a failed write: the file, its disk's free space and the command that resumes."""
-    try:
-        free = f"{shutil.disk_usage(os.path.dirname(os.path.abspath(path))).free / 2**20:.1f} MiB free on its disk"
-    except OSError:
-        free = "its disk's free space unknown"
-    return (f"error: could not write {path} ({error.strerror or error}; {free}); nothing already logged was lost (the "
-            f"last checkpoint and every logged row are whole); free some space, then re-run the same command to resume:"
-            f" {shlex.join(['python', *sys.argv])} (exit code {EXIT_DISK_FULL})")
-
-
 @contextlib.contextmanager
 def writing(path: str):
     """A write of ``path`` inside this context that fails (failed_write) raises RunWriteError(path)."""
@@ -1788,7 +1776,6 @@ def build(run: Run) -> None:
     run.agent = make_agent(args, run.env.observation_dim, run.env.action_dim, run.generators, run.device)
     run.obs_rms = RunningMeanStd(num_seeds, (run.env.observation_dim,))
     run.raw_obs = None  # the envs' observations: fresh_start or resume
-    # Per-environment episode state, (seeds, envs) (kept here, not in wrappers, so that it can be checkpointed)
     run.episode_return = np.zeros((num_seeds, args.num_envs))
     run.episode_length = np.zeros((num_seeds, args.num_envs), dtype=np.int64)
     run.global_step, run.iteration, run.task_index = 0, 0, 0
@@ -1914,12 +1901,10 @@ def print_header(run: Run, notes: tuple, resumed: bool) -> None:
 def start_session(run: Run, resumed: bool) -> None:
     """The stop signals, rollout buffers, evaluations and checkpoints due, clocks, progress; evaluates step 0."""
     args, num_seeds = run.args, len(run.seeds)
-    # SIGTERM (SLURM preemption) and SIGINT (Ctrl-C) stop the run at the next update boundary with a checkpoint
     run.stop_signal = []
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda received, frame: run.stop_signal.append(received))
 
-    # Rollout buffers live on the CPU during the rollout (one copy to the device per update), (seeds, T, envs, ...)
     shape = (num_seeds, args.num_steps, args.num_envs)
     run.buffers = SimpleNamespace(
         obs=np.zeros((*shape, run.env.observation_dim), np.float32),
@@ -2106,7 +2091,13 @@ def run_main(argv: list) -> int:
             raise
         path = error.path if isinstance(error, RunWriteError) else error.filename or os.path.join(
             next(iter(RUN_DIR_LOCKS), "."), "events.out.tfevents.*")
-        print(write_failure_line(path, failed), file=sys.stderr)
+        try:
+            free = f"{shutil.disk_usage(os.path.dirname(os.path.abspath(path))).free / 2**20:.1f} MiB free on its disk"
+        except OSError:
+            free = "its disk's free space unknown"
+        print(f"error: could not write {path} ({failed.strerror or failed}; {free}); nothing already logged was lost "
+              "(the last checkpoint and every logged row are whole); free some space, then re-run the same command to "
+              f"resume: {shlex.join(['python', *sys.argv])} (exit code {EXIT_DISK_FULL})", file=sys.stderr)
         return EXIT_DISK_FULL
 
 
