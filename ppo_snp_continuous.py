@@ -583,9 +583,8 @@ class StackedLayerNorm(nn.Module):
         self.affine = affine
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if not self.affine:
-            return F.layer_norm(x, x.shape[-1:])
-        return torch.addcmul(self.bias, F.layer_norm(x, x.shape[-1:]), self.weight)
+        normalized = F.layer_norm(x, x.shape[-1:])
+        return torch.addcmul(self.bias, normalized, self.weight) if self.affine else normalized
 
 
 def layer_init(layer: StackedLinear, generators: list, std: float = np.sqrt(2), bias_const: float = 0.0,
@@ -743,8 +742,7 @@ class SeedwiseAdam(optim.Optimizer):
         self.lockstep &= stepping is None or bool(stepping.all())
         for k in range(self.num_seeds) if stepping is None else np.flatnonzero(stepping):
             params, exp_avgs, exp_avg_sqs, steps = ([views[i] for i in stepped] for views in self.seed_views()[k])
-            adam_update(params, self.seed_gradients(k), exp_avgs, exp_avg_sqs, [], steps, fused=True,
-                        **hyperparameters)
+            adam_update(params, self.seed_gradients(k), exp_avgs, exp_avg_sqs, [], steps, fused=True, **hyperparameters)
 
 
 class RunningMeanStd:
@@ -847,7 +845,7 @@ class Run:
     raw_obs: np.ndarray  # (seeds, envs, obs_dim): the envs' current observations
     obs: np.ndarray  # the same, normalized
     episode_return: np.ndarray  # (seeds, envs)
-    episode_length: np.ndarray  # (seeds, envs)
+    episode_length: np.ndarray  # (seeds, envs); both kept here, not in wrappers, so that they are checkpointed
     nonfinite_skips_total: np.ndarray  # (seeds,)
     last_eval_return: np.ndarray  # (seeds,): the progress bar's
     consecutive_nonfinite: np.ndarray  # (seeds,): the run stops at --max-nonfinite-skips
@@ -863,8 +861,8 @@ class Run:
     evaluations_logs: list  # per seed: evaluations.csv
     plasticity_logs: list  # per seed: plasticity.csv
     # This session (start_session)
-    stop_signal: list  # signals received (SIGTERM, SIGINT): checkpoint and exit 75 at the next update's end
-    buffers: SimpleNamespace  # the rollout's arrays on the CPU, (seeds, T, envs, ...)
+    stop_signal: list  # SIGTERM (preemption) or SIGINT (Ctrl-C) received: checkpoint, exit 75 at the next update's end
+    buffers: SimpleNamespace  # the rollout's arrays on the CPU, (seeds, T, envs, ...): one device copy per update
     seed_rows: torch.Tensor  # (seeds, 1): gathers each seed's own minibatch
     eval_points: list  # the evaluation steps still due
     next_checkpoint: float  # the step of the next periodic checkpoint
@@ -884,9 +882,8 @@ class Run:
 
     def checkpoint_state(self, k: int) -> dict:
         """Seed k's checkpoint, in the format of a one-seed run."""
-        stacked = {name: value.state_dict() if hasattr(value, "state_dict") else value
-                   for name, value in [*vars(self.agent).items(),
-                                       *((name, getattr(self, name)) for name in self.STATE)]}
+        stacked = {name: value.state_dict() if hasattr(value, "state_dict") else value for name, value in
+                   [*vars(self.agent).items(), *((name, getattr(self, name)) for name in self.STATE)]}
         return {"format": CHECKPOINT_FORMAT, "args": self.config_args[self.seeds[k]],
                 **{name: copy.deepcopy(getattr(self, name)) for name in self.COUNTERS}, **seed_slice(stacked, k),
                 "env_states": [self.env.get_state(sim) for sim in self.sims[k]],
@@ -978,17 +975,14 @@ def network_input(obs_rms: RunningMeanStd, obs: np.ndarray, args: Args) -> np.nd
 
 def evaluation_steps(steps_per_task: int, num_tasks: int, eval_frequency: int) -> list:
     """Global steps at which the paper evaluates: 0, every eval_frequency steps, and the last step of every task."""
-    total = steps_per_task * num_tasks
-    points = {0, *range(eval_frequency, total + 1, eval_frequency),
-              *(steps_per_task * (i + 1) for i in range(num_tasks))}
-    return sorted(points)
+    task_ends = (steps_per_task * (task + 1) for task in range(num_tasks))
+    return sorted({0, *range(eval_frequency, steps_per_task * num_tasks + 1, eval_frequency), *task_ends})
 
 
 def fewest_evaluations_per_task(steps_per_task: int, num_tasks: int, eval_frequency: int) -> int:
     """The fewest evaluations any task gets after its first step (its curve's points; step 0 aside)."""
-    points = evaluation_steps(steps_per_task, num_tasks, eval_frequency)
-    return min(sum(task * steps_per_task < step <= (task + 1) * steps_per_task for step in points)
-               for task in range(num_tasks))
+    points = evaluation_steps(steps_per_task, num_tasks, eval_frequency)[1:]
+    return int(np.bincount([evaluated_task(step, steps_per_task) for step in points], minlength=num_tasks).min())
 
 
 def evaluated_task(global_step: int, steps_per_task: int) -> int:
@@ -999,8 +993,7 @@ def evaluated_task(global_step: int, steps_per_task: int) -> int:
 def evaluate_policy(policy, eval_env: nonstationary_envs.BatchedEnv, task: int, obs_rms: RunningMeanStd,
                     args: Args, seeds: list, device, max_states: int = 0):
     """One episode per eval simulation of ``policy`` on ``task``: returns, lengths, visited states per seed."""
-    num_seeds = len(seeds)
-    num_episodes = eval_env.num_sims // num_seeds
+    num_seeds, num_episodes = len(seeds), eval_env.num_sims // len(seeds)
     eval_env.set_task(None, task)
     obs = eval_env.reset(None, [seed + 100 + i for seed in seeds for i in range(num_episodes)])
     obs = obs.reshape(num_seeds, num_episodes, -1)
@@ -1031,8 +1024,7 @@ def evaluate_policy(policy, eval_env: nonstationary_envs.BatchedEnv, task: int, 
 
 def evaluate(run: Run, step: int) -> None:
     """The paper's protocol at ``step``, logged per seed; at step 0 and every task end the plasticity metrics too."""
-    args, seeds = run.args, run.seeds
-    eval_start = time.perf_counter()
+    args, seeds, eval_start = run.args, run.seeds, time.perf_counter()
     task = evaluated_task(step, args.steps_per_task)
     measure_plasticity = step == 0 or step % args.steps_per_task == 0
     returns, lengths, visited = evaluate_policy(lambda obs: evaluation_action(run.agent, obs), run.eval_env, task,
@@ -1058,9 +1050,8 @@ def log_plasticity(run: Run, step: int, task: int, visited: list) -> None:
     with torch.inference_mode():
         for network_name, network in (("critic", run.agent.critic), ("actor", run.agent.actor)):
             for k in range(len(run.seeds)):
-                activations = single_seed_network(network, k).hidden_activations(
-                    torch.from_numpy(visited[k]).to(run.device)[None])
-                activations = [layer[0] for layer in activations]
+                states = torch.from_numpy(visited[k]).to(run.device)[None]  # (1, states, obs_dim): a one-seed batch
+                activations = [layer[0] for layer in single_seed_network(network, k).hidden_activations(states)]
                 metrics = {"effective_rank": plasticity_metrics.effective_rank(activations[-1]),
                            "stable_rank": plasticity_metrics.stable_rank(activations[-1]),
                            "dormant_percent": plasticity_metrics.dormant_unit_percentage(activations)}
@@ -1085,10 +1076,9 @@ def flat(x: torch.Tensor) -> torch.Tensor:
 
 def collect_rollout(run: Run) -> Optional[SimpleNamespace]:
     """num_steps steps of every env, changing tasks and evaluating on the way; None when the run ended inside."""
-    args, env, writers = run.args, run.env, run.writers
+    args, env, writers, buffers = run.args, run.env, run.writers, run.buffers
     num_seeds, device, progress, stats = len(run.seeds), run.device, run.progress, run.stats
     act = rollout_policy(run.agent, args, run.generators, device)
-    buffers = run.buffers
     with torch.inference_mode():  # once per rollout: entering it costs ~20 us
         for step in range(args.num_steps):
             step_task = run.global_step // args.steps_per_task
@@ -1097,8 +1087,7 @@ def collect_rollout(run: Run) -> Optional[SimpleNamespace]:
                 env.set_task(None, run.task_index)
                 for writer in writers:
                     writer.add_scalar("task/index", run.task_index, run.global_step)
-                progress.write(f"step {run.global_step}: task {run.task_index} "
-                               f"({env.task_description(run.task_index)})")
+                progress.write(f"step {run.global_step}: task {step_task} ({env.task_description(step_task)})")
             buffers.obs[:, step] = run.obs
             action = act(torch.from_numpy(run.obs).to(device), step).cpu().numpy()
             buffers.actions[:, step] = action
@@ -1199,20 +1188,14 @@ def optimizer_step(run: Run, losses: dict, unclipped: tuple = ()) -> np.ndarray:
               **{f"{name}_grad": norm for name, norm in stats.grad_norms.items()}}
     finite = torch.stack(list(checks.values())).isfinite().cpu().numpy()
     stepped = finite.all(axis=0)
-    if not stepped.all():
-        names = np.array(list(checks))
-        for k in np.flatnonzero(~stepped):
-            stats.skip_reasons[k].update(names[~finite[:, k]])
-        stats.skipped += ~stepped
-        run.consecutive_nonfinite = np.where(stepped, 0, run.consecutive_nonfinite + 1)
-        if must_stop_nonfinite(run):  # no seed steps: the run stops with the last finite state
-            return np.zeros_like(stepped)
-        for optimizer in optimizers.values():
-            optimizer.step(stepped)
-    else:
-        run.consecutive_nonfinite[:] = 0
-        for optimizer in optimizers.values():
-            optimizer.step()
+    for k in np.flatnonzero(~stepped):
+        stats.skip_reasons[k].update(np.array(list(checks))[~finite[:, k]])
+    stats.skipped += ~stepped
+    run.consecutive_nonfinite = np.where(stepped, 0, run.consecutive_nonfinite + 1)
+    if must_stop_nonfinite(run):  # no seed steps: the run stops with the last finite state
+        return np.zeros_like(stepped)
+    for optimizer in optimizers.values():
+        optimizer.step(None if stepped.all() else stepped)  # None: every seed steps (SeedwiseAdam's fused path)
     stats.minibatch_steps += stepped
     stats.critic_max_grad = torch.where(torch.from_numpy(stepped).to(run.device),
                                         torch.maximum(stats.critic_max_grad, critic_grad_max), stats.critic_max_grad)
@@ -1286,8 +1269,7 @@ def end_iteration(run: Run) -> None:
 # ---- Checkpoints and outputs ----
 
 
-# The errors of a write that failed for want of room or of a working disk: a full disk, a quota, a file too large for
-# its file system, an I/O error.
+# A write that failed for want of room or of a working disk: a full disk, a quota, a file too large, an I/O error
 FAILED_WRITE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO}
 
 
@@ -1312,17 +1294,6 @@ class RunWriteError(Exception):
     """A file of the run, ``path``, that could not be written (the failed write is its cause): exit 74 (run_main)."""
 
     path = property(lambda self: self.args[0])
-
-
-def write_failure_line(path: str, error: OSError) -> str:
-    """The one line of a failed write: the file, its disk's free space and the command that resumes."""
-    try:
-        free = f"{shutil.disk_usage(os.path.dirname(os.path.abspath(path))).free / 2**20:.1f} MiB free on its disk"
-    except OSError:
-        free = "its disk's free space unknown"
-    return (f"error: could not write {path} ({error.strerror or error}; {free}); nothing already logged was lost (the "
-            f"last checkpoint and every logged row are whole); free some space, then re-run the same command to resume:"
-            f" {shlex.join(['python', *sys.argv])} (exit code {EXIT_DISK_FULL})")
 
 
 @contextlib.contextmanager
@@ -1472,26 +1443,7 @@ def run_metadata() -> dict:
             "gymnasium": gym.__version__, "mujoco": mujoco.__version__, "numpy": np.__version__}
 
 
-RUN_DIR_LOCKS = {}  # run directory -> its open .lock file (lock_run_dir)
-
-
-def lock_run_dir(run_dir: str) -> None:
-    """One writer per run directory: an flock on ``run_dir/.lock`` for the process's life."""
-    key = os.path.realpath(run_dir)
-    if key in RUN_DIR_LOCKS:  # this process holds it already
-        return
-    lock = open(os.path.join(run_dir, ".lock"), "a+")
-    try:
-        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        lock.seek(0)
-        holder = lock.read().strip() or "another process"
-        lock.close()
-        raise RunConfigError(f"--run-dir {run_dir} is in use by {holder}: a run directory has one writer at a time "
-                             "(wait for that run to end, or stop it)") from None
-    lock.truncate(0)  # opened to append: the line is written at the start
-    print(f"PID {os.getpid()} on host {socket.gethostname()}", file=lock, flush=True)
-    RUN_DIR_LOCKS[key] = lock
+RUN_DIR_LOCKS = {}  # run directory -> its open .lock file, flocked for the process's life (prepare_run_dir)
 
 
 def read_record(path: str, key: str, remedy: str) -> Optional[dict]:
@@ -1513,7 +1465,20 @@ def prepare_run_dir(args: Args, run_dir: str, config_args: dict) -> None:
     """Create and lock the run directory; refuse another configuration's run, or delete it with --overwrite."""
     try:
         os.makedirs(run_dir, exist_ok=True)
-        lock_run_dir(run_dir)  # before anything is read or deleted: --overwrite never touches a directory in use
+        # locked before anything is read or deleted: --overwrite never touches a directory in use
+        if (key := os.path.realpath(run_dir)) not in RUN_DIR_LOCKS:  # else this process holds it already
+            lock = open(os.path.join(run_dir, ".lock"), "a+")
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                lock.seek(0)
+                holder = lock.read().strip() or "another process"
+                lock.close()
+                raise RunConfigError(f"--run-dir {run_dir} is in use by {holder}: a run directory has one writer at "
+                                     "a time (wait for that run to end, or stop it)") from None
+            lock.truncate(0)  # opened to append: the line is written at the start
+            print(f"PID {os.getpid()} on host {socket.gethostname()}", file=lock, flush=True)
+            RUN_DIR_LOCKS[key] = lock
     except OSError as error:
         raise RunConfigError(f"--run-dir {run_dir} is not writable: {error}") from None
     try:  # no config.json: a new run directory, compared with itself
@@ -1592,7 +1557,6 @@ def set_up_devices(run: Run, argv: list) -> None:
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
         torch.use_deterministic_algorithms(True)
         torch.backends.cudnn.deterministic = True
-    # CUDA from CUDA_MIN_SEEDS seeds up (docs/batched-seeds.md); an explicit --cuda forces it, --no-cuda forbids it
     use_cuda = args.cuda and torch.cuda.is_available() and ("--cuda" in argv or len(run.seeds) >= CUDA_MIN_SEEDS)
     # with its index, as config.json records it ("cuda:0")
     run.device = torch.device("cuda", torch.cuda.current_device()) if use_cuda else torch.device("cpu")
@@ -1612,7 +1576,6 @@ def build(run: Run) -> None:
     run.agent = make_agent(args, run.env.observation_dim, run.env.action_dim, run.generators, run.device)
     run.obs_rms = RunningMeanStd(num_seeds, (run.env.observation_dim,))
     run.raw_obs = None  # the envs' observations: fresh_start or resume
-    # Per-environment episode state, (seeds, envs) (kept here, not in wrappers, so that it can be checkpointed)
     run.episode_return = np.zeros((num_seeds, args.num_envs))
     run.episode_length = np.zeros((num_seeds, args.num_envs), dtype=np.int64)
     run.global_step, run.iteration, run.task_index = 0, 0, 0
@@ -1738,12 +1701,10 @@ def print_header(run: Run, notes: tuple, resumed: bool) -> None:
 def start_session(run: Run, resumed: bool) -> None:
     """The stop signals, rollout buffers, evaluations and checkpoints due, clocks, progress; evaluates step 0."""
     args, num_seeds = run.args, len(run.seeds)
-    # SIGTERM (SLURM preemption) and SIGINT (Ctrl-C) stop the run at the next update boundary with a checkpoint
     run.stop_signal = []
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda received, frame: run.stop_signal.append(received))
 
-    # Rollout buffers live on the CPU during the rollout (one copy to the device per update), (seeds, T, envs, ...)
     shape = (num_seeds, args.num_steps, args.num_envs)
     run.buffers = SimpleNamespace(
         obs=np.zeros((*shape, run.env.observation_dim), np.float32),
@@ -1930,7 +1891,13 @@ def run_main(argv: list) -> int:
             raise
         path = error.path if isinstance(error, RunWriteError) else error.filename or os.path.join(
             next(iter(RUN_DIR_LOCKS), "."), "events.out.tfevents.*")
-        print(write_failure_line(path, failed), file=sys.stderr)
+        try:
+            free = f"{shutil.disk_usage(os.path.dirname(os.path.abspath(path))).free / 2**20:.1f} MiB free on its disk"
+        except OSError:
+            free = "its disk's free space unknown"
+        print(f"error: could not write {path} ({failed.strerror or failed}; {free}); nothing already logged was lost "
+              "(the last checkpoint and every logged row are whole); free some space, then re-run the same command to "
+              f"resume: {shlex.join(['python', *sys.argv])} (exit code {EXIT_DISK_FULL})", file=sys.stderr)
         return EXIT_DISK_FULL
 
 

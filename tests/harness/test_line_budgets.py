@@ -1,6 +1,6 @@
 """The code's two line budgets: no line of a tracked Python file over 120 characters, and the plumbing (from its marker
 line to the end of a script) short enough to read in one sitting. The plumbing's is a ratchet: PLUMBING_LINES is its
-current ceiling, to come down to PLUMBING_TARGET.
+current ceiling, which may come down but never rise above PLUMBING_TARGET.
 """
 
 import os
@@ -10,8 +10,8 @@ from scripts import sync_plumbing
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MAX_LINE = 120
-PLUMBING_LINES = 1432  # the plumbing's length today: it may shrink, never grow
-PLUMBING_TARGET = 1400
+PLUMBING_LINES = 1399  # the plumbing's length today: it may shrink, never grow
+PLUMBING_TARGET = 1400  # the most the plumbing may hold
 
 
 def long_lines(path: str) -> list:
@@ -30,7 +30,8 @@ def test_no_python_line_is_over_120_characters():
 def test_the_plumbing_stays_within_its_line_budget():
     with open(os.path.join(REPO_ROOT, sync_plumbing.TEMPLATE), encoding="utf-8") as f:
         _, plumbing = sync_plumbing.split(f.read(), sync_plumbing.TEMPLATE)
-    assert len(plumbing.splitlines()) <= PLUMBING_LINES, (len(plumbing.splitlines()), PLUMBING_TARGET)
+    assert PLUMBING_LINES <= PLUMBING_TARGET, (PLUMBING_LINES, PLUMBING_TARGET)  # the ceiling is never raised past it
+    assert len(plumbing.splitlines()) <= PLUMBING_LINES, (len(plumbing.splitlines()), PLUMBING_LINES)
 
 
 # The plumbing's helper for method authors: no script calls it, by design (docs/reading-guide.md)

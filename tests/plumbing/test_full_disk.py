@@ -13,6 +13,7 @@ are also filled at several levels of free space in this process (torch.save at e
 """
 
 import contextlib
+import io
 import os
 import shlex
 import shutil
@@ -21,6 +22,7 @@ import sys
 import tempfile
 import threading
 import time
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -158,8 +160,12 @@ def command(run_dir) -> list:
 
 
 def stopped_line(stopped) -> str:
-    """The one line run_main prints for the RunWriteError that ``stopped`` (pytest.raises) caught."""
-    return ppo.write_failure_line(stopped.value.path, ppo.failed_write(stopped.value.__cause__))
+    """The one line run_main prints for the RunWriteError that ``stopped`` (pytest.raises) caught, with exit 74."""
+    printed = io.StringIO()
+    with mock.patch.object(ppo, "main", side_effect=stopped.value), contextlib.redirect_stderr(printed):
+        assert ppo.run_main([]) == ppo.EXIT_DISK_FULL
+    assert printed.getvalue().count("\n") == 1, printed.getvalue()
+    return printed.getvalue().rstrip("\n")
 
 
 @pytest.fixture(scope="module")

@@ -8,13 +8,16 @@ config.json records besides the flags (the release, the device), and that a run 
 them resumes.
 """
 
+import contextlib
 import errno
+import io
 import json
 import os
 import re
 import shlex
 import shutil
 import sys
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -77,8 +80,12 @@ def error_lines(result) -> list:
 
 
 def stopped_line(stopped) -> str:
-    """The one line run_main prints for the RunWriteError that ``stopped`` (pytest.raises) caught."""
-    return ppo.write_failure_line(stopped.value.path, ppo.failed_write(stopped.value.__cause__))
+    """The one line run_main prints for the RunWriteError that ``stopped`` (pytest.raises) caught, with exit 74."""
+    printed = io.StringIO()
+    with mock.patch.object(ppo, "main", side_effect=stopped.value), contextlib.redirect_stderr(printed):
+        assert ppo.run_main([]) == ppo.EXIT_DISK_FULL
+    assert printed.getvalue().count("\n") == 1, printed.getvalue()
+    return printed.getvalue().rstrip("\n")
 
 
 @pytest.fixture(scope="module")
