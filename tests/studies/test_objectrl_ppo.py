@@ -357,3 +357,49 @@ def test_the_reruns_train_what_the_first_runs_trained():
                         compared += 1
     if not compared:
         pytest.skip("no rerun of a first ObjectRL run is committed yet")
+
+
+def test_full_length_tables_against_numpy_and_scipy(tmp_path):
+    """The full-length table from hand-made finished runs (9 × 500k, seeds 1-5): AULC and Final Return by numpy, the
+    Welch p against our default PPO's committed seeds 1-8 and against the paper's PPO by scipy; our PPO's row is the
+    README's (HalfCheetah AULC 4,339 ± 195); an unfinished run is left out."""
+    from scipy import stats
+
+    analysis = load_analysis()
+    steps = [step for step, _ in analysis.summarize.expected_evaluations(500_000, 9, 20_000)]
+    rng = np.random.default_rng(0)
+    made = {}
+    for seed in range(1, 7):
+        run_dir = tmp_path / "paralysis" / "HalfCheetah" / "back-one" / "ObjectRL_PPO" / f"seed{seed}"
+        run_dir.mkdir(parents=True)
+        returns = rng.normal(1500, 400, len(steps))
+        rows = ["global_step,task,episodes,return_mean,return_std,return_min,return_max,return_mean_unclipped"]
+        rows += [f"{step},{max(step - 1, 0) // 500_000},10,{float(r)!r},0,0,0,{float(r) - 100!r}"
+                 for step, r in zip(steps, returns)]
+        (run_dir / "evaluations.csv").write_text("\n".join(rows) + "\n")
+        if seed <= 5:  # seed 6 never finished
+            (run_dir / "summary.json").write_text("{}")
+            ends = [returns[steps.index(500_000 * (task + 1))] for task in range(9)]
+            made[seed] = (returns.mean(), np.mean(ends))
+    table = analysis.full_length_tables(tmp_path)
+    ours = analysis.full_length_measures(analysis.DEFAULT_PPO, "HalfCheetah", "PPO", range(1, 9))
+    ours_aulc = [a for a, _ in ours.values()]
+    assert len(ours_aulc) == 8 and f"| ours (default) | 8 | 4,339 ± 195 |" in table
+    aulc = np.array([made[s][0] for s in range(1, 6)])
+    final = np.array([made[s][1] for s in range(1, 6)])
+    p_ours = stats.ttest_ind(aulc, ours_aulc, equal_var=False).pvalue
+    p_final = stats.ttest_ind(final, [f for _, f in ours.values()], equal_var=False).pvalue
+    paper_mean, paper_se = 2444, 223  # the paper's PPO, HalfCheetah back-one AULC (scripts/paper_results.csv)
+    p_paper = stats.ttest_ind_from_stats(aulc.mean(), aulc.std(ddof=1), 5, paper_mean, paper_se * np.sqrt(15), 15,
+                                         equal_var=False).pvalue
+    row = next(line for line in table.splitlines() if line.startswith("| ObjectRL_PPO, our evaluation |"))
+    assert row.startswith(f"| ObjectRL_PPO, our evaluation | 5 | {aulc.mean():,.0f} ± {stats.sem(aulc):,.0f} | "
+                          f"{final.mean():,.0f} ± {stats.sem(final):,.0f} | {aulc.mean() / np.mean(ours_aulc):.2f} | "
+                          f"{p_ours:.3f} / {p_final:.3f} | {p_paper:.3f} / ")
+    unclipped = next(line for line in table.splitlines() if "its own evaluation" in line)
+    assert f"| {aulc.mean() - 100:,.0f} ± {stats.sem(aulc):,.0f} |" in unclipped
+    assert "## Ant-v5" not in table  # no Ant run
+
+
+def test_full_length_tables_are_what_analyze_regenerates():
+    assert (STUDY / "full_length_tables.md").read_text() == load_analysis().full_length_tables()
