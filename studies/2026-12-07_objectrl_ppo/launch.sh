@@ -43,9 +43,10 @@ CODE_OBJECTRL=$ROOT/code-objectrl
 # HalfCheetah's first (the rule for full-length runs reads them), after our rebuild's runs (fast, first).
 LANES=(
     "PPO_objectrl_flags:Ant:1:3 PPO_objectrl_flags:HalfCheetah:1:3 PPO_objectrl_noshuffle:HalfCheetah:1:3
-     PPO_objectrl_gaetrunc:HalfCheetah:1:3 ObjectRL_PPO:HalfCheetah:1 ObjectRL_PPO:HalfCheetah:3 ObjectRL_PPO:Ant:2"
+     PPO_objectrl_gaetrunc:HalfCheetah:1:3 ObjectRL_PPO:HalfCheetah:1 ObjectRL_PPO:HalfCheetah:3 ObjectRL_PPO:Ant:2
+     ObjectRL_PPO:Ant:3"
     "PPO_objectrl_noshuffle:Ant:1:3 PPO_objectrl_both:HalfCheetah:1:3 PPO_objectrl_gaetrunc:Ant:1:3
-     PPO_objectrl_both:Ant:1:3 ObjectRL_PPO:HalfCheetah:2 ObjectRL_PPO:Ant:1 ObjectRL_PPO:Ant:3"
+     PPO_objectrl_both:Ant:1:3 ObjectRL_PPO:HalfCheetah:2 ObjectRL_PPO:Ant:1"
 )
 RUNNING="^bash $HERE/launch.sh --lane"
 
