@@ -40,11 +40,14 @@ PIN_OBJECTRL=${OBJECTRL_STUDY_PIN_OBJECTRL:-ee76da967ea2a919a6e072809d59812bbec9
 CODE_OBJECTRL=$ROOT/code-objectrl
 # lanes of jobs "METHOD:ENV:FIRST_SEED[:SEEDS[:TASKS]]", run in order (TASKS 2, phase 1, unless given; a job of
 # all 9 tasks is a full-length run of the rule, in $RUNS/full-length). Phase 1 has both lanes: ObjectRL's runs,
-# HalfCheetah's first (the rule for full-length runs reads them), after our rebuild's runs (fast, first).
+# HalfCheetah's first (the rule for full-length runs reads them), after our rebuild's runs (fast, first). Its
+# HalfCheetah reading (0.76 x ours, below 0.85) calls for HalfCheetah at full length, seeds 1-5: lane 1 runs them
+# after phase 1; lane 2 ends with phase 1 and its core goes to the slippery study (PAPER_LENGTH_WORKERS=1).
 LANES=(
     "PPO_objectrl_flags:Ant:1:3 PPO_objectrl_flags:HalfCheetah:1:3 PPO_objectrl_noshuffle:HalfCheetah:1:3
      PPO_objectrl_gaetrunc:HalfCheetah:1:3 ObjectRL_PPO:HalfCheetah:1 ObjectRL_PPO:HalfCheetah:3 ObjectRL_PPO:Ant:2
-     ObjectRL_PPO:Ant:3"
+     ObjectRL_PPO:Ant:3 ObjectRL_PPO:HalfCheetah:1:1:9 ObjectRL_PPO:HalfCheetah:2:1:9 ObjectRL_PPO:HalfCheetah:3:1:9
+     ObjectRL_PPO:HalfCheetah:4:1:9 ObjectRL_PPO:HalfCheetah:5:1:9"
     "PPO_objectrl_noshuffle:Ant:1:3 PPO_objectrl_both:HalfCheetah:1:3 PPO_objectrl_gaetrunc:Ant:1:3
      PPO_objectrl_both:Ant:1:3 ObjectRL_PPO:HalfCheetah:2 ObjectRL_PPO:Ant:1"
 )
